@@ -1,0 +1,71 @@
+//! The `agentrl` binary: argument parsing only; each command lives in its own module.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Parser, Subcommand};
+
+mod demo;
+mod replay;
+mod serve;
+mod stack;
+
+/// agentrl: make AI agents better from their own work.
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve every route of every function in one process (the local stack).
+    Serve(serve::ServeArgs),
+    /// Start the local stack on a temporary port and walk through the budget API.
+    Demo {
+        /// Where the embedded store lives (a temporary directory when omitted).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        addr: SocketAddr,
+    },
+    /// Budget operator commands.
+    Budget {
+        #[command(subcommand)]
+        command: BudgetCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BudgetCommand {
+    /// Replay a synthetic workload: token waste with static vs adaptive allocation.
+    Replay(replay::ReplayArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match args.command {
+            Command::Serve(a) => serve::run(a).await,
+            Command::Demo { data_dir, addr } => demo::run(data_dir, addr).await,
+            Command::Budget {
+                command: BudgetCommand::Replay(a),
+            } => replay::run(&a),
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! `agentrl serve`: the local stack on the embedded store (default) or on AWS (`--aws`).
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use agentrl_core::TenantId;
+use agentrl_http::{Auth, Metrics, telemetry};
+use agentrl_store::{AwsResources, Stores, aws::AwsSettings};
+use anyhow::{Context, bail};
+use clap::Args;
+
+use crate::stack;
+
+/// Arguments of `serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Directory of the embedded store (SQLite database and objects).
+    #[arg(long, default_value = "./agentrl-data")]
+    data_dir: PathBuf,
+    /// A tenant and its API key, as TENANT=KEY; repeat for more tenants.
+    #[arg(long = "api-key", value_name = "TENANT=KEY", required = true)]
+    api_keys: Vec<String>,
+    /// Use the AWS adapters (DynamoDB, SQS, S3) instead of the embedded store; resources
+    /// come from AGENTRL_TABLE, AGENTRL_QUEUE_URL, AGENTRL_DLQ_URL, AGENTRL_BUCKET,
+    /// AWS_REGION and optionally AGENTRL_AWS_ENDPOINT.
+    #[arg(long, env = "AGENTRL_AWS")]
+    aws: bool,
+    /// Print CloudWatch EMF metric lines on stdout.
+    #[arg(long)]
+    emf: bool,
+}
+
+fn parse_keys(pairs: &[String]) -> anyhow::Result<Vec<(TenantId, String)>> {
+    pairs
+        .iter()
+        .map(|pair| {
+            let (tenant, key) = pair
+                .split_once('=')
+                .with_context(|| format!("--api-key {pair:?} is not TENANT=KEY"))?;
+            let tenant = TenantId::parse(tenant).with_context(|| format!("tenant {tenant:?}"))?;
+            if key.len() < 16 {
+                bail!("the API key of tenant {tenant} is shorter than 16 characters");
+            }
+            Ok((tenant, key.to_owned()))
+        })
+        .collect()
+}
+
+fn env(key: &str) -> anyhow::Result<String> {
+    std::env::var(key).with_context(|| format!("failed to load environment variable {key}"))
+}
+
+async fn stores(args: &ServeArgs) -> anyhow::Result<Stores> {
+    if !args.aws {
+        return Stores::embedded(&args.data_dir);
+    }
+    let settings = AwsSettings {
+        region: env("AWS_REGION")?,
+        endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
+        dummy_credentials: false,
+    };
+    let resources = AwsResources {
+        table: env("AGENTRL_TABLE")?,
+        queue_url: env("AGENTRL_QUEUE_URL")?,
+        dlq_url: env("AGENTRL_DLQ_URL")?,
+        bucket: env("AGENTRL_BUCKET")?,
+    };
+    Stores::aws(&settings, &resources).await
+}
+
+/// Serves until SIGINT or SIGTERM, then drains in-flight requests and exits.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    telemetry::init();
+    let auth = Auth::api_keys(parse_keys(&args.api_keys)?);
+    let metrics = if args.emf {
+        Metrics::Emf {
+            namespace: "agentrl".into(),
+            service: "local".into(),
+        }
+    } else {
+        Metrics::Off
+    };
+    let stores = stores(&args).await?;
+    let running = stack::start(args.addr, stores, auth, metrics).await?;
+    tracing::info!(addr = %running.addr, embedded = !args.aws, "agentrl listening");
+    eprintln!("agentrl listening on http://{}", running.addr);
+    shutdown_signal().await?;
+    tracing::info!("shutting down");
+    running.stop().await
+}
+
+async fn shutdown_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("waiting for SIGINT"),
+        _ = term.recv() => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_keys_are_tenant_equals_key() {
+        let keys = parse_keys(&["acme=0123456789abcdef".into()]).unwrap();
+        assert_eq!(keys[0].0.as_str(), "acme");
+        assert!(parse_keys(&["acme".into()]).is_err());
+        assert!(parse_keys(&["acme=short".into()]).is_err());
+        assert!(parse_keys(&["a#b=0123456789abcdef".into()]).is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! The local stack: every function's routes over one set of stores, plus the in-process schedules.
+
+use std::{net::SocketAddr, time::Duration};
+
+use agentrl_budget::BudgetState;
+use agentrl_http::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, app};
+use agentrl_store::Stores;
+use anyhow::Context;
+use tokio::{net::TcpListener, sync::watch};
+
+/// How often expired items are swept from the embedded store.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// The composed application of every function.
+pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Router {
+    let services = vec![agentrl_budget::service(BudgetState::new(
+        stores.table.clone(),
+    ))];
+    app(
+        services,
+        AppOptions {
+            auth,
+            metrics,
+            body_limit: DEFAULT_BODY_LIMIT,
+        },
+    )
+}
+
+/// A running stack: its address and the handle that stops it.
+pub struct Running {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Stops accepting, lets in-flight requests finish, stops the schedules.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(true);
+        self.task.await.context("the server task panicked")?
+    }
+}
+
+/// Binds `addr` and serves `stores` until [`Running::stop`].
+pub async fn start(
+    addr: SocketAddr,
+    stores: Stores,
+    auth: Auth,
+    metrics: Metrics,
+) -> anyhow::Result<Running> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    let addr = listener.local_addr()?;
+    let router = application(&stores, auth, metrics);
+    let (stop, mut stopped) = watch::channel(false);
+    let mut sweep_stopped = stop.subscribe();
+    let sweeper = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Err(e) = stores.sweep_expired().await {
+                        tracing::warn!(error = %format!("{e:#}"), "expiry sweep failed");
+                    }
+                }
+                _ = sweep_stopped.changed() => break,
+            }
+        }
+    });
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.changed().await;
+            })
+            .await
+            .context("serving")?;
+        sweeper.await.context("the sweeper panicked")?;
+        Ok(())
+    });
+    Ok(Running { addr, stop, task })
+}

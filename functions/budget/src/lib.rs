@@ -1,0 +1,75 @@
+//! The thinking-budget service: allocate a token budget per task, take consumption
+//! reports from the running agent, escalate on triggers, hand over to a human past the
+//! loop limit, and learn allocations from completed budgets.
+//!
+//! `service()` returns the routes and their OpenAPI document; `main.rs` runs them in
+//! Lambda and `agentrl serve` runs them locally.
+
+mod repo;
+mod routes;
+mod wire;
+
+use std::sync::Arc;
+
+use agentrl_http::Service;
+use agentrl_store::ports::Table;
+use axum::{
+    Router,
+    routing::{get, post},
+};
+use utoipa::OpenApi;
+
+pub use repo::BudgetRepo;
+
+/// What the handlers need.
+#[derive(Clone)]
+pub struct BudgetState {
+    repo: BudgetRepo,
+}
+
+impl BudgetState {
+    /// State over `table`.
+    pub fn new(table: Arc<dyn Table>) -> Self {
+        Self {
+            repo: BudgetRepo::new(table),
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        routes::create::create,
+        routes::read::read,
+        routes::consume::consume,
+        routes::complete::complete,
+        routes::config::get_config,
+        routes::config::put_config,
+    ),
+    tags((name = "budgets", description = "Thinking budgets"))
+)]
+struct BudgetApi;
+
+/// The budget routes and their OpenAPI document.
+pub fn service(state: BudgetState) -> Service {
+    let router = Router::new()
+        .route("/v1/budgets", post(routes::create::create))
+        .route("/v1/budgets/{id}", get(routes::read::read))
+        .route(
+            "/v1/budgets/{id}/consumption",
+            post(routes::consume::consume),
+        )
+        .route(
+            "/v1/budgets/{id}/complete",
+            post(routes::complete::complete),
+        )
+        .route(
+            "/v1/config/budgets",
+            get(routes::config::get_config).put(routes::config::put_config),
+        )
+        .with_state(state);
+    Service {
+        router,
+        openapi: BudgetApi::openapi(),
+    }
+}

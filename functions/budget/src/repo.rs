@@ -1,0 +1,208 @@
+//! Where budgets live in the table, and the transactions that keep the ledger exact.
+//!
+//! Layout (single-table): partition `tenant#budget#ID` holds the budget (`sk = budget`) and
+//! one item per applied report (`sk = report#REPORT_ID`); `tenant#config#budgets` holds the
+//! configuration; `tenant#budget-usage#TIER` holds the adaptive history.
+
+use std::sync::Arc;
+
+use agentrl_core::{
+    TenantId,
+    budget::{Budget, BudgetConfig, Complexity, Decision, UsageHistory},
+};
+use agentrl_store::{
+    StoreError,
+    keys::partition,
+    ports::{Condition, Item, Key, Put, Table, Write},
+};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+/// How long a budget and its reports are kept after their last change.
+pub const RETENTION_SECONDS: u64 = 30 * 24 * 3600;
+
+/// A report as stored: the fingerprint of its request and the answer given.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredReport {
+    /// Fingerprint of the request body that produced `decision`.
+    pub request: String,
+    /// The answer.
+    pub decision: Decision,
+}
+
+/// Typed access to the budget items of the table.
+#[derive(Clone)]
+pub struct BudgetRepo {
+    table: Arc<dyn Table>,
+}
+
+/// A value with the version it was read at (`None` when absent).
+pub type Versioned<T> = (T, Option<u64>);
+
+fn decode<T: DeserializeOwned>(item: Item) -> Result<(T, u64), StoreError> {
+    let value = serde_json::from_value(item.doc).map_err(|e| {
+        StoreError::Backend(anyhow::Error::new(e).context(format!("corrupt item {}", item.key.pk)))
+    })?;
+    Ok((value, item.version))
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<serde_json::Value, StoreError> {
+    serde_json::to_value(value).map_err(|e| StoreError::Backend(e.into()))
+}
+
+fn condition(version: Option<u64>) -> Condition {
+    version.map_or(Condition::Absent, Condition::Version)
+}
+
+fn expiry(now_ms: u64) -> Option<u64> {
+    Some(now_ms / 1_000 + RETENTION_SECONDS)
+}
+
+impl BudgetRepo {
+    /// A repository over `table`.
+    pub fn new(table: Arc<dyn Table>) -> Self {
+        Self { table }
+    }
+
+    fn budget_key(t: &TenantId, id: &str) -> Key {
+        Key::new(partition(t, "budget", id), "budget")
+    }
+
+    fn report_key(t: &TenantId, id: &str, report_id: &str) -> Key {
+        Key::new(partition(t, "budget", id), format!("report#{report_id}"))
+    }
+
+    fn config_key(t: &TenantId) -> Key {
+        Key::new(partition(t, "config", "budgets"), "current")
+    }
+
+    fn usage_key(t: &TenantId, c: Complexity) -> Key {
+        Key::new(partition(t, "budget-usage", c.as_str()), "history")
+    }
+
+    async fn read<T: DeserializeOwned>(&self, key: &Key) -> Result<Option<(T, u64)>, StoreError> {
+        self.table.get(key).await?.map(decode).transpose()
+    }
+
+    /// The tenant's configuration, or the defaults.
+    pub async fn config(&self, t: &TenantId) -> Result<BudgetConfig, StoreError> {
+        Ok(self
+            .read(&Self::config_key(t))
+            .await?
+            .map(|(c, _)| c)
+            .unwrap_or_default())
+    }
+
+    /// Replaces the tenant's configuration.
+    pub async fn put_config(&self, t: &TenantId, config: &BudgetConfig) -> Result<(), StoreError> {
+        self.table
+            .put(Put {
+                key: Self::config_key(t),
+                doc: encode(config)?,
+                expires_at: None,
+                condition: Condition::None,
+            })
+            .await
+            .map(drop)
+    }
+
+    /// The adaptive history of a tier.
+    pub async fn usage(
+        &self,
+        t: &TenantId,
+        c: Complexity,
+    ) -> Result<Versioned<UsageHistory>, StoreError> {
+        Ok(match self.read(&Self::usage_key(t, c)).await? {
+            Some((h, v)) => (h, Some(v)),
+            None => (UsageHistory::default(), None),
+        })
+    }
+
+    /// A budget with its version.
+    pub async fn budget(
+        &self,
+        t: &TenantId,
+        id: &str,
+    ) -> Result<Option<(Budget, u64)>, StoreError> {
+        self.read(&Self::budget_key(t, id)).await
+    }
+
+    /// Stores a new budget.
+    pub async fn create(&self, t: &TenantId, budget: &Budget) -> Result<(), StoreError> {
+        self.table
+            .put(Put {
+                key: Self::budget_key(t, &budget.budget_id),
+                doc: encode(budget)?,
+                expires_at: expiry(budget.updated_at_ms),
+                condition: Condition::Absent,
+            })
+            .await
+            .map(drop)
+    }
+
+    /// A report already applied to the budget, if any.
+    pub async fn report(
+        &self,
+        t: &TenantId,
+        id: &str,
+        report_id: &str,
+    ) -> Result<Option<StoredReport>, StoreError> {
+        Ok(self
+            .read(&Self::report_key(t, id, report_id))
+            .await?
+            .map(|(r, _)| r))
+    }
+
+    /// Saves the budget (if still at `version`) and the report (if not yet recorded), atomically.
+    pub async fn apply_report(
+        &self,
+        t: &TenantId,
+        budget: &Budget,
+        version: u64,
+        report_id: &str,
+        report: &StoredReport,
+    ) -> Result<(), StoreError> {
+        let expires_at = expiry(budget.updated_at_ms);
+        self.table
+            .transact(vec![
+                Write::Put(Put {
+                    key: Self::budget_key(t, &budget.budget_id),
+                    doc: encode(budget)?,
+                    expires_at,
+                    condition: Condition::Version(version),
+                }),
+                Write::Put(Put {
+                    key: Self::report_key(t, &budget.budget_id, report_id),
+                    doc: encode(report)?,
+                    expires_at,
+                    condition: Condition::Absent,
+                }),
+            ])
+            .await
+    }
+
+    /// Saves a completed budget (if still at `version`) and, for a success, the tier's
+    /// updated usage history (if still at its version), atomically.
+    pub async fn complete(
+        &self,
+        t: &TenantId,
+        budget: &Budget,
+        version: u64,
+        usage: Option<Versioned<UsageHistory>>,
+    ) -> Result<(), StoreError> {
+        let mut writes = vec![Write::Put(Put {
+            key: Self::budget_key(t, &budget.budget_id),
+            doc: encode(budget)?,
+            expires_at: expiry(budget.updated_at_ms),
+            condition: Condition::Version(version),
+        })];
+        if let Some((history, v)) = usage {
+            writes.push(Write::Put(Put {
+                key: Self::usage_key(t, budget.complexity()),
+                doc: encode(&history)?,
+                expires_at: None,
+                condition: condition(v),
+            }));
+        }
+        self.table.transact(writes).await
+    }
+}

@@ -1,0 +1,95 @@
+//! `POST /v1/budgets/{id}/consumption`: apply a report exactly once.
+//!
+//! Read budget → apply in the domain → write budget (at the version read) and the report
+//! (if absent) in one transaction. A lost race retries from a fresh read; a report id that
+//! was already applied returns its stored answer. So `consumed_tokens` is the sum of the
+//! accepted tokens of distinct reports under any number of concurrent reporters.
+
+use agentrl_core::budget::{Report, ReportError};
+use agentrl_http::{ApiError, Problem, Tenant, ValidJson, fingerprint};
+use agentrl_store::StoreError;
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::StatusCode,
+};
+
+use super::{MAX_ATTEMPTS, now_ms};
+use crate::{
+    BudgetState,
+    repo::StoredReport,
+    wire::{ConsumptionBody, DecisionView},
+};
+
+/// Report token consumption.
+///
+/// Tokens past the ceiling are not accepted (`EXHAUSTED`). The same `report_id` twice
+/// counts once and returns the same answer; with a different body it is refused (422).
+#[utoipa::path(post, path = "/v1/budgets/{id}/consumption", tag = "budgets",
+    params(("id" = String, Path, description = "The budget id")),
+    request_body = ConsumptionBody,
+    responses(
+        (status = 200, description = "What the agent should do next", body = DecisionView),
+        (status = 400, description = "Invalid body", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such budget for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The budget is completed or handed to a human", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "report_id reused with a different body", body = Problem, content_type = "application/problem+json"),
+    ))]
+#[tracing::instrument(skip_all, fields(budget_id = %id, report_id = %body.report_id))]
+pub(crate) async fn consume(
+    State(state): State<BudgetState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+    ValidJson(body): ValidJson<ConsumptionBody>,
+) -> Result<Json<DecisionView>, ApiError> {
+    body.validate()?;
+    let request = fingerprint(&body);
+    let repo = &state.repo;
+    let report = Report {
+        tokens: body.tokens,
+        confidence: body.confidence,
+        trigger: body.trigger.map(Into::into),
+        loop_completed: body.loop_completed,
+    };
+    for _ in 0..MAX_ATTEMPTS {
+        if let Some(stored) = repo.report(&tenant, &id, &body.report_id).await? {
+            if stored.request != request {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "report_id was already used with a different body",
+                )
+                .with_field("report_id"));
+            }
+            return Ok(Json(DecisionView::from(&stored.decision)));
+        }
+        let (mut budget, version) = repo
+            .budget(&tenant, &id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("budget"))?;
+        let config = repo.config(&tenant).await?;
+        let decision =
+            budget
+                .apply(report, &config, now_ms())
+                .map_err(|ReportError::Closed(status)| {
+                    ApiError::conflict(format!(
+                        "the budget is {status:?} and takes no more reports"
+                    ))
+                })?;
+        let stored = StoredReport {
+            request: request.clone(),
+            decision,
+        };
+        match repo
+            .apply_report(&tenant, &budget, version, &body.report_id, &stored)
+            .await
+        {
+            Ok(()) => return Ok(Json(DecisionView::from(&stored.decision))),
+            // Another report won the race (or this report id was just recorded): re-read.
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::conflict(
+        "too many concurrent reports on this budget; retry",
+    ))
+}

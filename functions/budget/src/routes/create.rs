@@ -1,0 +1,78 @@
+//! `POST /v1/budgets`: assess the task and open a budget.
+
+use agentrl_core::budget::{Budget, TaskDescription, assess};
+use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
+use axum::{
+    Json,
+    extract::State,
+    http::{StatusCode, header},
+};
+
+use super::now_ms;
+use crate::{
+    BudgetState,
+    wire::{BudgetView, CreateBudgetBody},
+};
+
+/// Open a budget for a task.
+///
+/// The tier comes from the task's features (listed in `assessment`) unless `complexity`
+/// overrides it; the allocation is the tier's base, or the learned one when adaptive
+/// allocation is on for the tenant.
+#[utoipa::path(post, path = "/v1/budgets", tag = "budgets",
+    request_body = CreateBudgetBody,
+    responses(
+        (status = 201, description = "Budget opened", body = BudgetView),
+        (status = 400, description = "Invalid body", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid credentials", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over the limit", body = Problem, content_type = "application/problem+json"),
+    ))]
+#[tracing::instrument(skip_all, fields(task_id = %body.task_id))]
+pub(crate) async fn create(
+    State(state): State<BudgetState>,
+    Tenant(tenant): Tenant,
+    ValidJson(body): ValidJson<CreateBudgetBody>,
+) -> Result<
+    (
+        StatusCode,
+        [(header::HeaderName, String); 1],
+        Json<BudgetView>,
+    ),
+    ApiError,
+> {
+    body.validate()?;
+    let repo = &state.repo;
+    let config = repo.config(&tenant).await?;
+    let task = TaskDescription {
+        description: body.task.description,
+        files_touched: body.task.files_touched,
+        tools_available: body.task.tools_available,
+    };
+    let assessment = assess(&task, body.complexity.map(Into::into));
+    let tier = config.tier(assessment.complexity);
+    let base = if config.adaptive.enabled {
+        let (history, _) = repo.usage(&tenant, assessment.complexity).await?;
+        history.allocation(
+            tier.base_tokens,
+            config.ceiling(assessment.complexity),
+            &config.adaptive,
+        )
+    } else {
+        tier.base_tokens
+    };
+    let budget = Budget::open(
+        uuid::Uuid::now_v7().to_string(),
+        body.task_id,
+        assessment,
+        base,
+        &config,
+        now_ms(),
+    );
+    repo.create(&tenant, &budget).await?;
+    let location = format!("/v1/budgets/{}", budget.budget_id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(BudgetView::from(&budget)),
+    ))
+}

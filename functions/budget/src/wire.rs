@@ -1,0 +1,568 @@
+//! Request and response bodies: the wire shapes, separate from the domain types.
+
+use agentrl_core::budget::{
+    Action, AdaptiveConfig, Assessment, Budget, BudgetConfig, Complexity, Decision, Feature,
+    Outcome, Status, TierConfig, Trigger, TriggerConfig,
+};
+use agentrl_http::ApiError;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Longest accepted task description, in bytes.
+pub(crate) const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
+/// Most hints accepted per list (files touched, tools available).
+pub(crate) const MAX_HINTS: usize = 1_000;
+/// Longest id (task id, report id) accepted.
+pub(crate) const MAX_ID_CHARS: usize = 256;
+/// Largest token count of one report.
+pub(crate) const MAX_REPORT_TOKENS: u64 = 1 << 40;
+
+/// A budget tier.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ComplexityName {
+    Trivial,
+    Standard,
+    Complex,
+}
+
+impl From<ComplexityName> for Complexity {
+    fn from(c: ComplexityName) -> Self {
+        match c {
+            ComplexityName::Trivial => Self::Trivial,
+            ComplexityName::Standard => Self::Standard,
+            ComplexityName::Complex => Self::Complex,
+        }
+    }
+}
+
+impl From<Complexity> for ComplexityName {
+    fn from(c: Complexity) -> Self {
+        match c {
+            Complexity::Trivial => Self::Trivial,
+            Complexity::Standard => Self::Standard,
+            Complexity::Complex => Self::Complex,
+        }
+    }
+}
+
+/// An escalation trigger.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum TriggerName {
+    LowConfidence,
+    PartialSuccess,
+    VerifierRejection,
+}
+
+impl From<TriggerName> for Trigger {
+    fn from(t: TriggerName) -> Self {
+        match t {
+            TriggerName::LowConfidence => Self::LowConfidence,
+            TriggerName::PartialSuccess => Self::PartialSuccess,
+            TriggerName::VerifierRejection => Self::VerifierRejection,
+        }
+    }
+}
+
+impl From<Trigger> for TriggerName {
+    fn from(t: Trigger) -> Self {
+        match t {
+            Trigger::LowConfidence => Self::LowConfidence,
+            Trigger::PartialSuccess => Self::PartialSuccess,
+            Trigger::VerifierRejection => Self::VerifierRejection,
+        }
+    }
+}
+
+/// The task a budget is for.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TaskBody {
+    /// Free-text description (1 to 16 KiB).
+    pub description: String,
+    /// Files the task is expected to touch.
+    #[serde(default)]
+    pub files_touched: Vec<String>,
+    /// Tools the agent may use.
+    #[serde(default)]
+    pub tools_available: Vec<String>,
+}
+
+/// `POST /v1/budgets`.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateBudgetBody {
+    /// The caller's task id (1 to 256 characters).
+    pub task_id: String,
+    /// The task.
+    pub task: TaskBody,
+    /// Skip the assessment and use this tier.
+    pub complexity: Option<ComplexityName>,
+}
+
+fn id_ok(field: &str, v: &str) -> Result<(), ApiError> {
+    if v.is_empty() || v.chars().count() > MAX_ID_CHARS {
+        return Err(ApiError::invalid(
+            field,
+            format!("must be 1 to {MAX_ID_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+impl CreateBudgetBody {
+    /// Checks sizes; the assessment itself accepts any text.
+    pub(crate) fn validate(&self) -> Result<(), ApiError> {
+        id_ok("task_id", &self.task_id)?;
+        let d = &self.task.description;
+        if d.trim().is_empty() || d.len() > MAX_DESCRIPTION_BYTES {
+            return Err(ApiError::invalid(
+                "task.description",
+                format!("must be 1 to {MAX_DESCRIPTION_BYTES} bytes of text"),
+            ));
+        }
+        for (field, list) in [
+            ("task.files_touched", &self.task.files_touched),
+            ("task.tools_available", &self.task.tools_available),
+        ] {
+            if list.len() > MAX_HINTS || list.iter().any(|h| h.is_empty() || h.len() > 1024) {
+                return Err(ApiError::invalid(
+                    field,
+                    format!("at most {MAX_HINTS} entries of 1 to 1024 bytes"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `POST /v1/budgets/{id}/consumption`.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConsumptionBody {
+    /// Idempotency key of the report: the same id counts once.
+    pub report_id: String,
+    /// Tokens spent since the last report.
+    pub tokens: u64,
+    /// The agent's confidence in [0, 1].
+    pub confidence: Option<f64>,
+    /// An explicit escalation trigger.
+    pub trigger: Option<TriggerName>,
+    /// True when this report ends an orchestration loop that did not solve the task.
+    #[serde(default)]
+    pub loop_completed: bool,
+}
+
+impl ConsumptionBody {
+    pub(crate) fn validate(&self) -> Result<(), ApiError> {
+        id_ok("report_id", &self.report_id)?;
+        if self.tokens > MAX_REPORT_TOKENS {
+            return Err(ApiError::invalid(
+                "tokens",
+                format!("must not exceed {MAX_REPORT_TOKENS}"),
+            ));
+        }
+        if let Some(c) = self.confidence
+            && !(0.0..=1.0).contains(&c)
+        {
+            return Err(ApiError::invalid("confidence", "must be between 0 and 1"));
+        }
+        Ok(())
+    }
+}
+
+/// How a task ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum OutcomeName {
+    Success,
+    Failure,
+    Abandoned,
+}
+
+impl From<OutcomeName> for Outcome {
+    fn from(o: OutcomeName) -> Self {
+        match o {
+            OutcomeName::Success => Self::Success,
+            OutcomeName::Failure => Self::Failure,
+            OutcomeName::Abandoned => Self::Abandoned,
+        }
+    }
+}
+
+impl From<Outcome> for OutcomeName {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Success => Self::Success,
+            Outcome::Failure => Self::Failure,
+            Outcome::Abandoned => Self::Abandoned,
+        }
+    }
+}
+
+/// `POST /v1/budgets/{id}/complete`.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompleteBody {
+    /// How the task ended.
+    pub outcome: OutcomeName,
+}
+
+/// A feature that decided the tier.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct FeatureView {
+    name: String,
+    observed: String,
+    weight: i32,
+}
+
+/// Why the budget got its tier.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AssessmentView {
+    /// The additive score (absent when overridden).
+    score: Option<i32>,
+    /// True when the caller's `complexity` was used.
+    overridden: bool,
+    /// The features with a non-zero weight.
+    features: Vec<FeatureView>,
+}
+
+impl From<&Assessment> for AssessmentView {
+    fn from(a: &Assessment) -> Self {
+        Self {
+            score: a.score,
+            overridden: a.overridden,
+            features: a
+                .features
+                .iter()
+                .map(
+                    |Feature {
+                         name,
+                         observed,
+                         weight,
+                     }| FeatureView {
+                        name: name.clone(),
+                        observed: observed.clone(),
+                        weight: *weight,
+                    },
+                )
+                .collect(),
+        }
+    }
+}
+
+/// A granted escalation.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct EscalationView {
+    trigger: TriggerName,
+    added_tokens: u64,
+    at_ms: u64,
+}
+
+/// Life-cycle state of a budget.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum StatusName {
+    Active,
+    Exhausted,
+    HandedToHuman,
+    Completed,
+}
+
+/// A budget.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BudgetView {
+    budget_id: String,
+    task_id: String,
+    complexity: ComplexityName,
+    allocated_tokens: u64,
+    consumed_tokens: u64,
+    max_total_tokens: u64,
+    /// Escalations granted, oldest first.
+    escalations: Vec<EscalationView>,
+    loops_completed: u32,
+    status: StatusName,
+    outcome: Option<OutcomeName>,
+    assessment: AssessmentView,
+    created_at_ms: u64,
+    updated_at_ms: u64,
+}
+
+impl From<&Budget> for BudgetView {
+    fn from(b: &Budget) -> Self {
+        Self {
+            budget_id: b.budget_id.clone(),
+            task_id: b.task_id.clone(),
+            complexity: b.complexity().into(),
+            allocated_tokens: b.allocated_tokens,
+            consumed_tokens: b.consumed_tokens,
+            max_total_tokens: b.max_total_tokens,
+            escalations: b
+                .escalations
+                .iter()
+                .map(|e| EscalationView {
+                    trigger: e.trigger.into(),
+                    added_tokens: e.added_tokens,
+                    at_ms: e.at_ms,
+                })
+                .collect(),
+            loops_completed: b.loops_completed,
+            status: match b.status {
+                Status::Active => StatusName::Active,
+                Status::Exhausted => StatusName::Exhausted,
+                Status::HandedToHuman => StatusName::HandedToHuman,
+                Status::Completed => StatusName::Completed,
+            },
+            outcome: b.outcome.map(Into::into),
+            assessment: (&b.assessment).into(),
+            created_at_ms: b.created_at_ms,
+            updated_at_ms: b.updated_at_ms,
+        }
+    }
+}
+
+/// What the agent should do next.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum ActionName {
+    Continue,
+    Escalated,
+    Exhausted,
+    EscalateToHuman,
+}
+
+/// The answer to a consumption report.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DecisionView {
+    action: ActionName,
+    accepted_tokens: u64,
+    consumed_tokens: u64,
+    allocated_tokens: u64,
+    max_total_tokens: u64,
+    loops_completed: u32,
+    /// Why a requested escalation was refused, when it was.
+    escalation_refused: Option<String>,
+}
+
+impl From<&Decision> for DecisionView {
+    fn from(d: &Decision) -> Self {
+        Self {
+            action: match d.action {
+                Action::Continue => ActionName::Continue,
+                Action::Escalated => ActionName::Escalated,
+                Action::Exhausted => ActionName::Exhausted,
+                Action::EscalateToHuman => ActionName::EscalateToHuman,
+            },
+            accepted_tokens: d.accepted_tokens,
+            consumed_tokens: d.consumed_tokens,
+            allocated_tokens: d.allocated_tokens,
+            max_total_tokens: d.max_total_tokens,
+            loops_completed: d.loops_completed,
+            escalation_refused: d.escalation_refused.clone(),
+        }
+    }
+}
+
+/// One tier's settings; omitted fields keep the defaults.
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TierBody {
+    base_tokens: Option<u64>,
+    max_total_tokens: Option<u64>,
+    allowed_triggers: Option<Vec<TriggerName>>,
+}
+
+/// The three tiers.
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TiersBody {
+    trivial: Option<TierBody>,
+    standard: Option<TierBody>,
+    complex: Option<TierBody>,
+}
+
+/// One trigger's settings.
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TriggerBody {
+    additional_tokens: Option<u64>,
+    cooldown_seconds: Option<u64>,
+}
+
+/// The three triggers, by their wire names.
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TriggersBody {
+    #[serde(rename = "low-confidence")]
+    low_confidence: Option<TriggerBody>,
+    #[serde(rename = "partial-success")]
+    partial_success: Option<TriggerBody>,
+    #[serde(rename = "verifier-rejection")]
+    verifier_rejection: Option<TriggerBody>,
+}
+
+/// Adaptive allocation settings.
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AdaptiveBody {
+    enabled: Option<bool>,
+    quantile: Option<f64>,
+    headroom: Option<f64>,
+    min_samples: Option<usize>,
+    window: Option<usize>,
+    floor_tokens: Option<u64>,
+}
+
+/// A tenant's budget configuration. `PUT` replaces it: omitted fields take the defaults.
+#[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BudgetConfigBody {
+    tiers: Option<TiersBody>,
+    triggers: Option<TriggersBody>,
+    low_confidence_threshold: Option<f64>,
+    hard_ceiling_tokens: Option<u64>,
+    max_escalations: Option<u32>,
+    max_loops: Option<u32>,
+    adaptive: Option<AdaptiveBody>,
+}
+
+fn merge_tier(into: &mut TierConfig, body: Option<TierBody>) {
+    let Some(b) = body else { return };
+    into.base_tokens = b.base_tokens.unwrap_or(into.base_tokens);
+    into.max_total_tokens = b.max_total_tokens.unwrap_or(into.max_total_tokens);
+    if let Some(t) = b.allowed_triggers {
+        into.allowed_triggers = t.into_iter().map(Into::into).collect();
+    }
+}
+
+fn merge_trigger(into: &mut TriggerConfig, body: Option<TriggerBody>) {
+    let Some(b) = body else { return };
+    into.additional_tokens = b.additional_tokens.unwrap_or(into.additional_tokens);
+    into.cooldown_seconds = b.cooldown_seconds.unwrap_or(into.cooldown_seconds);
+}
+
+impl BudgetConfigBody {
+    /// The defaults overridden by the body, validated.
+    pub(crate) fn into_domain(self) -> Result<BudgetConfig, ApiError> {
+        let mut c = BudgetConfig::default();
+        let tiers = self.tiers.unwrap_or_default();
+        merge_tier(&mut c.trivial, tiers.trivial);
+        merge_tier(&mut c.standard, tiers.standard);
+        merge_tier(&mut c.complex, tiers.complex);
+        let triggers = self.triggers.unwrap_or_default();
+        merge_trigger(&mut c.low_confidence, triggers.low_confidence);
+        merge_trigger(&mut c.partial_success, triggers.partial_success);
+        merge_trigger(&mut c.verifier_rejection, triggers.verifier_rejection);
+        c.low_confidence_threshold = self
+            .low_confidence_threshold
+            .unwrap_or(c.low_confidence_threshold);
+        c.hard_ceiling_tokens = self.hard_ceiling_tokens.unwrap_or(c.hard_ceiling_tokens);
+        c.max_escalations = self.max_escalations.unwrap_or(c.max_escalations);
+        c.max_loops = self.max_loops.unwrap_or(c.max_loops);
+        if let Some(a) = self.adaptive {
+            let d = &mut c.adaptive;
+            d.enabled = a.enabled.unwrap_or(d.enabled);
+            d.quantile = a.quantile.unwrap_or(d.quantile);
+            d.headroom = a.headroom.unwrap_or(d.headroom);
+            d.min_samples = a.min_samples.unwrap_or(d.min_samples);
+            d.window = a.window.unwrap_or(d.window);
+            d.floor_tokens = a.floor_tokens.unwrap_or(d.floor_tokens);
+        }
+        c.validate()
+            .map_err(|e| ApiError::invalid(wire_field(&e.field), e.reason))?;
+        Ok(c)
+    }
+
+    /// The full configuration, every field present.
+    pub(crate) fn from_domain(c: &BudgetConfig) -> Self {
+        let tier = |t: &TierConfig| TierBody {
+            base_tokens: Some(t.base_tokens),
+            max_total_tokens: Some(t.max_total_tokens),
+            allowed_triggers: Some(t.allowed_triggers.iter().map(|&t| t.into()).collect()),
+        };
+        let trigger = |t: &TriggerConfig| TriggerBody {
+            additional_tokens: Some(t.additional_tokens),
+            cooldown_seconds: Some(t.cooldown_seconds),
+        };
+        let AdaptiveConfig {
+            enabled,
+            quantile,
+            headroom,
+            min_samples,
+            window,
+            floor_tokens,
+        } = c.adaptive;
+        Self {
+            tiers: Some(TiersBody {
+                trivial: Some(tier(&c.trivial)),
+                standard: Some(tier(&c.standard)),
+                complex: Some(tier(&c.complex)),
+            }),
+            triggers: Some(TriggersBody {
+                low_confidence: Some(trigger(&c.low_confidence)),
+                partial_success: Some(trigger(&c.partial_success)),
+                verifier_rejection: Some(trigger(&c.verifier_rejection)),
+            }),
+            low_confidence_threshold: Some(c.low_confidence_threshold),
+            hard_ceiling_tokens: Some(c.hard_ceiling_tokens),
+            max_escalations: Some(c.max_escalations),
+            max_loops: Some(c.max_loops),
+            adaptive: Some(AdaptiveBody {
+                enabled: Some(enabled),
+                quantile: Some(quantile),
+                headroom: Some(headroom),
+                min_samples: Some(min_samples),
+                window: Some(window),
+                floor_tokens: Some(floor_tokens),
+            }),
+        }
+    }
+}
+
+/// Maps a domain field path (`trivial.base_tokens`) to the wire path (`tiers.trivial.base_tokens`).
+fn wire_field(domain: &str) -> String {
+    let (head, rest) = domain.split_once('.').unwrap_or((domain, ""));
+    let prefixed = |group: &str, name: &str| {
+        if rest.is_empty() {
+            format!("{group}.{name}")
+        } else {
+            format!("{group}.{name}.{rest}")
+        }
+    };
+    match head {
+        "trivial" | "standard" | "complex" => prefixed("tiers", head),
+        "low_confidence" | "partial_success" | "verifier_rejection" => {
+            prefixed("triggers", &head.replace('_', "-"))
+        }
+        _ => domain.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_round_trips_and_errors_use_wire_paths() {
+        let full = BudgetConfigBody::from_domain(&BudgetConfig::default());
+        let json = serde_json::to_string(&full).unwrap();
+        let back: BudgetConfigBody = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.into_domain().unwrap(), BudgetConfig::default());
+
+        let bad: BudgetConfigBody =
+            serde_json::from_str(r#"{"tiers": {"trivial": {"base_tokens": 5000}}}"#).unwrap();
+        let e = bad.into_domain().unwrap_err().problem();
+        assert_eq!(e.field.as_deref(), Some("tiers.trivial.base_tokens"));
+
+        let bad: BudgetConfigBody = serde_json::from_str(
+            r#"{"triggers": {"low-confidence": {"cooldown_seconds": 999999}}}"#,
+        )
+        .unwrap();
+        let e = bad.into_domain().unwrap_err().problem();
+        assert_eq!(
+            e.field.as_deref(),
+            Some("triggers.low-confidence.cooldown_seconds")
+        );
+    }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Create (or reuse) the Python virtualenv with agentrl's test tooling.
+#
+#   venv="$(infra/scripts/python-env.sh | tail -n1)"
+#
+# The venv lives at ${AGENTRL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv}.
+# It is (re)built only when missing or when infra/requirements-test.txt changed
+# (tracked by a stamp file holding the requirements' sha256); otherwise this is a no-op.
+# The venv path is printed as the last line of stdout; everything else goes to stderr.
+# Env: AGENTRL_PYTHON (interpreter to build the venv with, default python3).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+req="$root/infra/requirements-test.txt"
+venv="${AGENTRL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv}"
+stamp="$venv/.agentrl-requirements.sha256"
+
+want="$(sha256sum "$req" | cut -d' ' -f1)"
+
+up_to_date() {
+  [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]
+}
+
+if up_to_date; then
+  printf '%s\n' "$venv"
+  exit 0
+fi
+
+mkdir -p "$(dirname "$venv")"
+# Serialize concurrent builders (e.g. two test scripts starting at once).
+exec 9>"$venv.lock"
+flock 9
+if up_to_date; then  # another process finished the build while we waited
+  printf '%s\n' "$venv"
+  exit 0
+fi
+
+{
+  echo "python-env: building $venv (requirements changed or venv missing)"
+  rm -f "$stamp"  # first, so an interrupted rebuild is never taken as done
+  rm -rf "$venv"
+  "${AGENTRL_PYTHON:-python3}" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"
+  "$venv/bin/python" -m pip check
+} 1>&2
+
+# Written last: an interrupted build leaves no stamp and is redone next time.
+printf '%s\n' "$want" >"$stamp"
+echo "python-env: ready" >&2
+printf '%s\n' "$venv"

@@ -1,0 +1,13 @@
+//! Thinking budgets: complexity assessment, per-tenant configuration, the token ledger and adaptive allocation.
+
+mod adaptive;
+mod complexity;
+mod config;
+mod ledger;
+mod replay;
+
+pub use adaptive::UsageHistory;
+pub use complexity::{Assessment, Complexity, Feature, TaskDescription, assess};
+pub use config::{AdaptiveConfig, BudgetConfig, ConfigError, TierConfig, Trigger, TriggerConfig};
+pub use ledger::{Action, Budget, Decision, Escalation, Outcome, Report, ReportError, Status};
+pub use replay::{ReplayReport, replay_synthetic_workload};

@@ -1,0 +1,11 @@
+//! The pure domain of agentrl: no I/O, no async, no AWS or HTTP types.
+//!
+//! Everything here is deterministic given its inputs (time is passed in as
+//! epoch milliseconds, randomness as a seed), so the functions and jobs that
+//! call it stay thin and every rule is testable in isolation.
+#![deny(missing_docs)]
+
+pub mod budget;
+pub mod tenant;
+
+pub use tenant::{TenantId, TenantIdError};

@@ -1,0 +1,131 @@
+//! Composes function routers into one application: public routes, authenticated routes,
+//! problem+json fallbacks, a body limit and telemetry.
+
+use std::sync::Arc;
+
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, State},
+    http::{StatusCode, header},
+    middleware,
+    response::IntoResponse,
+    routing::get,
+};
+use utoipa::openapi::{
+    OpenApi, OpenApiBuilder,
+    security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme},
+};
+
+use crate::{ApiError, Auth, Metrics, Problem, auth::authenticate, observe::observe};
+
+/// One function's contribution: its routes and their OpenAPI description.
+pub struct Service {
+    /// Routes, relative to the API root (e.g. `/v1/budgets`).
+    pub router: Router,
+    /// The OpenAPI document of those routes.
+    pub openapi: OpenApi,
+}
+
+/// Options of the composed application.
+#[derive(Clone)]
+pub struct AppOptions {
+    /// How callers are authenticated.
+    pub auth: Auth,
+    /// Where per-request metrics go.
+    pub metrics: Metrics,
+    /// Largest request body in bytes.
+    pub body_limit: usize,
+}
+
+/// The health response.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct Health {
+    status: &'static str,
+}
+
+/// Liveness.
+#[utoipa::path(get, path = "/health", tag = "meta", security(()),
+    responses((status = 200, description = "The service is up", body = Health)))]
+async fn health() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "meta", security(()),
+    responses((status = 200, description = "The OpenAPI 3.1 document of every route")))]
+async fn openapi_json(State(doc): State<Arc<String>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        doc.to_string(),
+    )
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(health, openapi_json), components(schemas(Problem, Health)))]
+struct MetaApi;
+
+/// The merged OpenAPI document of `services`, with the bearer security scheme.
+pub fn openapi_document(services: &[Service]) -> OpenApi {
+    use utoipa::OpenApi as _;
+    let mut doc = OpenApiBuilder::new()
+        .info(
+            utoipa::openapi::InfoBuilder::new()
+                .title("agentrl")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some(
+                    "Thinking budgets, diff scoring, reward verification, attribution and \
+                     trajectory collection for AI agents. Errors are RFC 9457 problem+json.",
+                ))
+                .build(),
+        )
+        .build();
+    doc.merge(MetaApi::openapi());
+    for s in services {
+        doc.merge(s.openapi.clone());
+    }
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        "bearer",
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some(
+                    "An API key (local stack) or a JWT carrying a tenant_id claim (AWS)",
+                ))
+                .build(),
+        ),
+    );
+    doc.security = Some(vec![SecurityRequirement::new(
+        "bearer",
+        Vec::<String>::new(),
+    )]);
+    doc
+}
+
+/// The application: `/health` and `/openapi.json` open, every service route authenticated.
+pub fn app(services: Vec<Service>, options: AppOptions) -> Router {
+    let doc = Arc::new(
+        serde_json::to_string(&openapi_document(&services)).unwrap_or_else(|_| "{}".to_owned()),
+    );
+    let protected = services
+        .into_iter()
+        .fold(Router::new(), |r, s| r.merge(s.router))
+        .route_layer(middleware::from_fn_with_state(options.auth, authenticate));
+    Router::new()
+        .route("/health", get(health))
+        .route("/openapi.json", get(openapi_json))
+        .with_state(doc)
+        .merge(protected)
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "no such route").into_response()
+        })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed on this route",
+            )
+            .into_response()
+        })
+        .layer(DefaultBodyLimit::max(options.body_limit))
+        .layer(middleware::from_fn_with_state(options.metrics, observe))
+}

@@ -1,0 +1,24 @@
+//! HTTP plumbing shared by every agentrl function and by the local stack.
+//!
+//! A function crate exposes an axum `Router` of its routes and its OpenAPI fragment;
+//! [`app`] wraps them with health, `/openapi.json`, authentication (tenant from the
+//! identity, never from the request), problem+json errors, body limits and telemetry.
+//! The same wrapped router runs under `lambda_http` and under `agentrl serve`.
+#![deny(missing_docs)]
+
+mod app;
+mod auth;
+mod json;
+pub mod lambda;
+mod observe;
+mod problem;
+pub mod telemetry;
+
+pub use app::{AppOptions, Service, app, openapi_document};
+pub use auth::{Auth, Tenant};
+pub use json::{ValidJson, fingerprint};
+pub use observe::Metrics;
+pub use problem::{ApiError, Problem};
+
+/// Largest request body accepted by default (bytes).
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;

@@ -1,0 +1,104 @@
+//! Per-request telemetry: a span with request id, route, tenant and cold start; a log line
+//! with status and latency; and a CloudWatch EMF metric line (count, latency) when enabled.
+
+use std::{
+    io::Write,
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Instant, SystemTime, UNIX_EPOCH},
+};
+
+use axum::{
+    extract::{MatchedPath, Request, State},
+    middleware::Next,
+    response::Response,
+};
+use lambda_http::RequestExt;
+use tracing::Instrument;
+
+static WARM: AtomicBool = AtomicBool::new(false);
+
+/// Where per-request metrics go.
+#[derive(Debug, Clone)]
+pub enum Metrics {
+    /// Nowhere.
+    Off,
+    /// CloudWatch Embedded Metric Format lines on stdout (Lambda turns them into metrics).
+    Emf {
+        /// The CloudWatch namespace.
+        namespace: String,
+        /// The `service` dimension.
+        service: String,
+    },
+}
+
+pub(crate) async fn observe(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
+    let cold_start = !WARM.swap(true, Ordering::Relaxed);
+    let request_id = req
+        .lambda_context_ref()
+        .map(|c| c.request_id.clone())
+        .unwrap_or_else(|| uuid_like());
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str)
+        .to_owned();
+    let method = req.method().clone();
+    let span = tracing::info_span!(
+        "request",
+        request_id = %request_id,
+        method = %method,
+        route = %route,
+        tenant = tracing::field::Empty,
+        cold_start,
+    );
+    let started = Instant::now();
+    let response = next.run(req).instrument(span.clone()).await;
+    let latency_ms = started.elapsed().as_secs_f64() * 1_000.0;
+    let status = response.status().as_u16();
+    span.in_scope(|| tracing::info!(status, latency_ms, "request handled"));
+    if let Metrics::Emf { namespace, service } = &metrics {
+        emit_emf(
+            namespace,
+            service,
+            &format!("{method} {route}"),
+            status,
+            latency_ms,
+            cold_start,
+        );
+    }
+    response
+}
+
+fn uuid_like() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn emit_emf(namespace: &str, service: &str, route: &str, status: u16, latency_ms: f64, cold: bool) {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let line = serde_json::json!({
+        "_aws": {
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [["service", "route"]],
+                "Metrics": [
+                    {"Name": "requests", "Unit": "Count"},
+                    {"Name": "errors", "Unit": "Count"},
+                    {"Name": "latency", "Unit": "Milliseconds"},
+                    {"Name": "cold_start", "Unit": "Count"}
+                ]
+            }]
+        },
+        "service": service,
+        "route": route,
+        "status": status,
+        "requests": 1,
+        "errors": u8::from(status >= 500),
+        "latency": latency_ms,
+        "cold_start": u8::from(cold),
+    });
+    // A metrics line that cannot be written must not fail the request.
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}

@@ -1,0 +1,40 @@
+//! How the AWS clients are configured: region, optional endpoint override, credentials.
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+
+/// Where the AWS services are.
+#[derive(Debug, Clone)]
+pub struct AwsSettings {
+    /// The region.
+    pub region: String,
+    /// An endpoint for every service (moto, for tests); `None` for AWS itself.
+    pub endpoint: Option<String>,
+    /// Use fixed dummy credentials instead of the default chain (emulators only).
+    pub dummy_credentials: bool,
+}
+
+impl AwsSettings {
+    /// Settings for an emulator at `endpoint` (127.0.0.1 only in tests).
+    pub fn emulator(endpoint: &str) -> Self {
+        Self {
+            region: "us-east-1".to_owned(),
+            endpoint: Some(endpoint.to_owned()),
+            dummy_credentials: true,
+        }
+    }
+
+    /// The shared SDK configuration.
+    pub async fn load(&self) -> SdkConfig {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(self.region.clone()));
+        if let Some(endpoint) = &self.endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        if self.dummy_credentials {
+            loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "test", "test", None, None, "emulator",
+            ));
+        }
+        loader.load().await
+    }
+}

@@ -1,0 +1,9 @@
+//! The embedded adapter set: one SQLite database for the table and the queue, a directory for objects.
+
+mod db;
+mod queue;
+mod table;
+
+pub use db::Database;
+pub use queue::SqliteQueue;
+pub use table::SqliteTable;

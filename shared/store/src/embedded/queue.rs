@@ -1,0 +1,225 @@
+//! [`Queue`] on SQLite: visibility timeouts, receive counts and a dead-letter table.
+
+use std::{sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use rusqlite::params;
+use tokio::sync::Notify;
+
+use super::db::{Database, now_ms, sql};
+use crate::{
+    StoreError,
+    ports::{DeadLetter, Message, Queue},
+};
+
+/// Largest body accepted, as SQS.
+pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// A named queue inside the embedded database.
+#[derive(Clone)]
+pub struct SqliteQueue {
+    db: Database,
+    name: String,
+    max_receives: u32,
+    arrivals: Arc<Notify>,
+}
+
+impl SqliteQueue {
+    /// The queue `name`; messages received `max_receives` times move to its dead-letter table.
+    pub fn new(db: Database, name: &str, max_receives: u32) -> Self {
+        Self {
+            db,
+            name: name.to_owned(),
+            max_receives: max_receives.max(1),
+            arrivals: Arc::new(Notify::new()),
+        }
+    }
+
+    async fn receive_now(
+        &self,
+        max: usize,
+        visibility: Duration,
+    ) -> Result<Vec<Message>, StoreError> {
+        let queue = self.name.clone();
+        let max_receives = self.max_receives;
+        self.db
+            .run(move |c| {
+                let now = now_ms() as i64;
+                let tx = c
+                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                    .map_err(sql("beginning a receive"))?;
+                let due: Vec<(i64, String, String, u32)> = {
+                    let mut stmt = tx
+                        .prepare_cached(
+                            "SELECT seq, id, body, receive_count FROM queue_messages
+                             WHERE queue = ?1 AND visible_at_ms <= ?2 ORDER BY seq LIMIT ?3",
+                        )
+                        .map_err(sql("preparing a receive"))?;
+                    stmt.query_map(params![queue, now, max as i64], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    })
+                    .map_err(sql("receiving"))?
+                    .collect::<Result<_, _>>()
+                    .map_err(sql("reading received rows"))?
+                };
+                let mut out = Vec::with_capacity(due.len());
+                for (seq, id, body, count) in due {
+                    if count >= max_receives {
+                        tx.execute(
+                            "INSERT INTO dead_letters (queue, id, body, reason, receive_count, dead_at_ms)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                            params![queue, id, body, format!("max receives exceeded ({max_receives})"), count, now],
+                        )
+                        .map_err(sql("redriving to the dead-letter queue"))?;
+                        tx.execute("DELETE FROM queue_messages WHERE seq = ?1", params![seq])
+                            .map_err(sql("redriving to the dead-letter queue"))?;
+                        continue;
+                    }
+                    let receipt = uuid::Uuid::new_v4().to_string();
+                    tx.execute(
+                        "UPDATE queue_messages SET receive_count = receive_count + 1,
+                            visible_at_ms = ?1, receipt = ?2 WHERE seq = ?3",
+                        params![now + visibility.as_millis() as i64, receipt, seq],
+                    )
+                    .map_err(sql("hiding a received message"))?;
+                    out.push(Message {
+                        id,
+                        receipt,
+                        body,
+                        receive_count: count + 1,
+                    });
+                }
+                tx.commit().map_err(sql("committing a receive"))?;
+                Ok(out)
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Queue for SqliteQueue {
+    async fn send(&self, body: &str) -> Result<String, StoreError> {
+        Ok(self
+            .send_batch(&[body.to_owned()])
+            .await?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    async fn send_batch(&self, bodies: &[String]) -> Result<Vec<String>, StoreError> {
+        if let Some(b) = bodies.iter().find(|b| b.len() > MAX_BODY_BYTES) {
+            return Err(StoreError::Invalid(format!(
+                "message body of {} bytes is over the {MAX_BODY_BYTES}-byte limit",
+                b.len()
+            )));
+        }
+        let queue = self.name.clone();
+        let bodies = bodies.to_vec();
+        let ids = self
+            .db
+            .run(move |c| {
+                let now = now_ms() as i64;
+                let tx = c.transaction().map_err(sql("beginning a send"))?;
+                let mut ids = Vec::with_capacity(bodies.len());
+                for body in &bodies {
+                    let id = uuid::Uuid::now_v7().to_string();
+                    tx.execute(
+                        "INSERT INTO queue_messages (queue, id, body, visible_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                        params![queue, id, body, now],
+                    )
+                    .map_err(sql("sending"))?;
+                    ids.push(id);
+                }
+                tx.commit().map_err(sql("committing a send"))?;
+                Ok(ids)
+            })
+            .await?;
+        self.arrivals.notify_waiters();
+        Ok(ids)
+    }
+
+    async fn receive(
+        &self,
+        max: usize,
+        visibility: Duration,
+        wait: Duration,
+    ) -> Result<Vec<Message>, StoreError> {
+        let max = max.clamp(1, 10);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let notified = self.arrivals.notified();
+            let got = self.receive_now(max, visibility).await?;
+            let now = tokio::time::Instant::now();
+            if !got.is_empty() || now >= deadline {
+                return Ok(got);
+            }
+            // Woken by a send in this process, or by polling for visibility timeouts
+            // that ran out and for senders in other processes.
+            let nap = (deadline - now).min(Duration::from_millis(50));
+            let _ = tokio::time::timeout(nap, notified).await;
+        }
+    }
+
+    async fn delete(&self, receipt: &str) -> Result<(), StoreError> {
+        let receipt = receipt.to_owned();
+        self.db
+            .run(move |c| {
+                c.execute(
+                    "DELETE FROM queue_messages WHERE receipt = ?1",
+                    params![receipt],
+                )
+                .map_err(sql("deleting a message"))
+                .map(drop)
+            })
+            .await
+    }
+
+    async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), StoreError> {
+        let (queue, m, reason) = (self.name.clone(), message.clone(), reason.to_owned());
+        self.db
+            .run(move |c| {
+                let tx = c.transaction().map_err(sql("beginning a dead-letter"))?;
+                // Only the current delivery may park the message; a stale receipt means
+                // another consumer holds it now.
+                let removed = tx
+                    .execute(
+                        "DELETE FROM queue_messages WHERE id = ?1 AND receipt = ?2",
+                        params![m.id, m.receipt],
+                    )
+                    .map_err(sql("dead-lettering"))?;
+                if removed == 1 {
+                    tx.execute(
+                        "INSERT INTO dead_letters (queue, id, body, reason, receive_count, dead_at_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![queue, m.id, m.body, reason, m.receive_count, now_ms() as i64],
+                    )
+                    .map_err(sql("dead-lettering"))?;
+                }
+                tx.commit().map_err(sql("committing a dead-letter"))
+            })
+            .await
+    }
+
+    async fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter>, StoreError> {
+        let queue = self.name.clone();
+        self.db
+            .run(move |c| {
+                let mut stmt = c
+                    .prepare_cached(
+                        "SELECT id, body, reason FROM dead_letters WHERE queue = ?1 ORDER BY seq LIMIT ?2",
+                    )
+                    .map_err(sql("reading dead letters"))?;
+                stmt.query_map(params![queue, max as i64], |r| {
+                    Ok(DeadLetter {
+                        id: r.get(0)?,
+                        body: r.get(1)?,
+                        reason: r.get(2)?,
+                    })
+                })
+                .map_err(sql("reading dead letters"))?
+                .collect::<Result<_, _>>()
+                .map_err(sql("reading dead letters"))
+            })
+            .await
+    }
+}

@@ -1,0 +1,273 @@
+//! [`Table`] on SQLite: conditional writes and transactions as `BEGIN IMMEDIATE` transactions.
+
+use async_trait::async_trait;
+use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::db::{Database, now_ms, sql};
+use crate::{
+    StoreError,
+    ports::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write},
+    validate::{check_query, check_transaction, encode_cursor},
+};
+
+/// The embedded table.
+#[derive(Clone)]
+pub struct SqliteTable {
+    db: Database,
+}
+
+impl SqliteTable {
+    /// The table inside `db`.
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+
+    /// Physically removes expired items (DynamoDB's TTL sweeper does the same, lazily).
+    ///
+    /// # Errors
+    /// When SQLite fails.
+    pub async fn purge_expired(&self) -> Result<usize, StoreError> {
+        let now = now_ms() / 1_000;
+        self.db
+            .run(move |c| {
+                c.execute(
+                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                    params![now as i64],
+                )
+                .map_err(sql("purging expired items"))
+            })
+            .await
+    }
+}
+
+fn live_version(tx: &Transaction<'_>, key: &Key, now_s: u64) -> Result<Option<u64>, StoreError> {
+    let row: Option<(i64, Option<i64>)> = tx
+        .query_row(
+            "SELECT version, expires_at FROM items WHERE pk = ?1 AND sk = ?2",
+            params![key.pk, key.sk],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(sql("reading an item"))?;
+    Ok(row
+        .filter(|(_, exp)| exp.is_none_or(|e| e as u64 > now_s))
+        .map(|(v, _)| v as u64))
+}
+
+fn stored_version(tx: &Transaction<'_>, key: &Key) -> Result<u64, StoreError> {
+    let v: Option<i64> = tx
+        .query_row(
+            "SELECT version FROM items WHERE pk = ?1 AND sk = ?2",
+            params![key.pk, key.sk],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql("reading an item"))?;
+    Ok(v.map_or(0, |v| v as u64))
+}
+
+fn holds(condition: Condition, live: Option<u64>) -> bool {
+    match condition {
+        Condition::None => true,
+        Condition::Absent => live.is_none(),
+        Condition::Exists => live.is_some(),
+        Condition::Version(v) => live == Some(v),
+    }
+}
+
+/// Applies one write inside `tx`; returns the new version for puts.
+fn apply(
+    tx: &Transaction<'_>,
+    write: &Write,
+    now_s: u64,
+    index: Option<usize>,
+) -> Result<u64, StoreError> {
+    let (key, condition) = match write {
+        Write::Put(p) => (&p.key, p.condition),
+        Write::Delete { key, condition } | Write::Check { key, condition } => (key, *condition),
+    };
+    if !holds(condition, live_version(tx, key, now_s)?) {
+        return Err(StoreError::ConditionFailed { index });
+    }
+    match write {
+        Write::Put(p) => {
+            let version = stored_version(tx, key)? + 1;
+            tx.execute(
+                "INSERT INTO items (pk, sk, version, doc, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (pk, sk) DO UPDATE SET version = excluded.version,
+                    doc = excluded.doc, expires_at = excluded.expires_at",
+                params![
+                    key.pk,
+                    key.sk,
+                    version as i64,
+                    p.doc.to_string(),
+                    p.expires_at.map(|e| e as i64)
+                ],
+            )
+            .map_err(sql("writing an item"))?;
+            Ok(version)
+        }
+        Write::Delete { .. } => {
+            tx.execute(
+                "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
+                params![key.pk, key.sk],
+            )
+            .map_err(sql("deleting an item"))?;
+            Ok(0)
+        }
+        Write::Check { .. } => Ok(0),
+    }
+}
+
+fn in_transaction<T>(
+    c: &mut rusqlite::Connection,
+    f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let tx = c
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql("beginning a transaction"))?;
+    let out = f(&tx)?;
+    tx.commit().map_err(sql("committing"))?;
+    Ok(out)
+}
+
+fn now_s() -> u64 {
+    now_ms() / 1_000
+}
+
+#[async_trait]
+impl Table for SqliteTable {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let key = key.clone();
+        let now = now_s() as i64;
+        self.db
+            .run(move |c| {
+                let row: Option<(i64, String, Option<i64>)> = c
+                    .query_row(
+                        "SELECT version, doc, expires_at FROM items
+                         WHERE pk = ?1 AND sk = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
+                        params![key.pk, key.sk, now],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()
+                    .map_err(sql("reading an item"))?;
+                row.map(|(version, doc, expires_at)| to_item(key, version, &doc, expires_at))
+                    .transpose()
+            })
+            .await
+    }
+
+    async fn put(&self, put: Put) -> Result<u64, StoreError> {
+        let now = now_s();
+        self.db
+            .run(move |c| in_transaction(c, |tx| apply(tx, &Write::Put(put), now, None)))
+            .await
+    }
+
+    async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
+        let write = Write::Delete {
+            key: key.clone(),
+            condition,
+        };
+        let now = now_s();
+        self.db
+            .run(move |c| in_transaction(c, |tx| apply(tx, &write, now, None).map(drop)))
+            .await
+    }
+
+    async fn query(&self, query: &Query) -> Result<Page, StoreError> {
+        let after = check_query(query)?;
+        let query = query.clone();
+        let now = now_s() as i64;
+        self.db
+            .run(move |c| {
+                let (lo, hi_excl, hi_incl) = match &query.range {
+                    SortRange::All => (String::new(), None, None),
+                    SortRange::BeginsWith(p) => (p.clone(), Some(prefix_end(p)), None),
+                    SortRange::Between(a, b) => (a.clone(), None, Some(b.clone())),
+                };
+                let (order, cmp) = if query.ascending {
+                    ("ASC", ">")
+                } else {
+                    ("DESC", "<")
+                };
+                let sql_text = format!(
+                    "SELECT sk, version, doc, expires_at FROM items
+                     WHERE pk = ?1 AND sk >= ?2 AND (?3 IS NULL OR sk < ?3)
+                       AND (?4 IS NULL OR sk <= ?4) AND (?5 IS NULL OR sk {cmp} ?5)
+                       AND (expires_at IS NULL OR expires_at > ?6)
+                     ORDER BY sk {order} LIMIT ?7"
+                );
+                let mut stmt = c
+                    .prepare_cached(&sql_text)
+                    .map_err(sql("preparing a query"))?;
+                let rows = stmt
+                    .query_map(
+                        params![
+                            query.pk,
+                            lo,
+                            hi_excl,
+                            hi_incl,
+                            after,
+                            now,
+                            (query.limit + 1) as i64
+                        ],
+                        |r| {
+                            Ok((
+                                r.get::<_, String>(0)?,
+                                r.get::<_, i64>(1)?,
+                                r.get::<_, String>(2)?,
+                                r.get::<_, Option<i64>>(3)?,
+                            ))
+                        },
+                    )
+                    .map_err(sql("running a query"))?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(sql("reading query rows"))?;
+                let mut items = Vec::with_capacity(rows.len());
+                for (sk, version, doc, exp) in rows {
+                    items.push(to_item(Key::new(query.pk.clone(), sk), version, &doc, exp)?);
+                }
+                let next = if items.len() > query.limit {
+                    items.truncate(query.limit);
+                    items.last().map(|i| encode_cursor(&i.key.sk))
+                } else {
+                    None
+                };
+                Ok(Page { items, next })
+            })
+            .await
+    }
+
+    async fn transact(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        check_transaction(&writes)?;
+        let now = now_s();
+        self.db
+            .run(move |c| {
+                in_transaction(c, |tx| {
+                    for (i, w) in writes.iter().enumerate() {
+                        apply(tx, w, now, Some(i))?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+}
+
+/// The smallest string greater than every string starting with `prefix`.
+fn prefix_end(prefix: &str) -> String {
+    format!("{prefix}\u{10FFFF}")
+}
+
+fn to_item(key: Key, version: i64, doc: &str, expires_at: Option<i64>) -> Result<Item, StoreError> {
+    let doc: Value = serde_json::from_str(doc)
+        .map_err(|e| StoreError::Backend(anyhow::Error::new(e).context("corrupt item document")))?;
+    Ok(Item {
+        key,
+        version: version as u64,
+        doc,
+        expires_at: expires_at.map(|e| e as u64),
+    })
+}
