@@ -4,10 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-mod demo;
-mod replay;
-mod serve;
-mod stack;
+use agentrl::{demo, replay, serve};
 
 /// agentrl: make AI agents better from their own work.
 #[derive(Parser)]

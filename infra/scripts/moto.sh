@@ -40,7 +40,8 @@ start_once() {  # returns 0 once a fresh server answers, 1 if it died (e.g. port
   venv="$("$here/python-env.sh" | tail -n1)"
   py="$venv/bin/python"
   port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-  setsid nohup "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$logf" 2>&1 </dev/null &
+  # moto_server.py: moto with DynamoDB requests serialised (see the file for why).
+  setsid nohup "$venv/bin/python" "$here/moto_server.py" -H 127.0.0.1 -p "$port" >"$logf" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$pidf"
   echo "http://127.0.0.1:$port" >"$endf"

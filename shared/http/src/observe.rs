@@ -36,7 +36,7 @@ pub(crate) async fn observe(State(metrics): State<Metrics>, req: Request, next: 
     let request_id = req
         .lambda_context_ref()
         .map(|c| c.request_id.clone())
-        .unwrap_or_else(|| uuid_like());
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -67,10 +67,6 @@ pub(crate) async fn observe(State(metrics): State<Metrics>, req: Request, next: 
         );
     }
     response
-}
-
-fn uuid_like() -> String {
-    uuid::Uuid::new_v4().to_string()
 }
 
 fn emit_emf(namespace: &str, service: &str, route: &str, status: u16, latency_ms: f64, cold: bool) {

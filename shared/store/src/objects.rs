@@ -18,6 +18,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::{
     StoreError,
+    aws::AwsSettings,
     ports::{ObjectMeta, ObjectWriter, Objects},
 };
 
@@ -40,19 +41,25 @@ impl ObjectStoreObjects {
         })
     }
 
-    /// Objects in an S3 bucket; `endpoint` overrides AWS's (moto, MinIO), with path-style URLs.
+    /// Objects in an S3 bucket, reached as `settings` say (endpoint override with path-style
+    /// URLs for emulators).
     ///
     /// # Errors
     /// When the builder rejects the settings.
-    pub fn s3(bucket: &str, region: &str, endpoint: Option<&str>) -> anyhow::Result<Self> {
+    pub fn s3(bucket: &str, settings: &AwsSettings) -> anyhow::Result<Self> {
         let mut builder = AmazonS3Builder::from_env()
             .with_bucket_name(bucket)
-            .with_region(region);
-        if let Some(endpoint) = endpoint {
+            .with_region(&settings.region);
+        if let Some(endpoint) = &settings.endpoint {
             builder = builder
                 .with_endpoint(endpoint)
                 .with_allow_http(endpoint.starts_with("http://"))
                 .with_virtual_hosted_style_request(false);
+        }
+        if settings.dummy_credentials {
+            builder = builder
+                .with_access_key_id("test")
+                .with_secret_access_key("test");
         }
         Ok(Self {
             inner: Arc::new(builder.build()?),

@@ -67,12 +67,8 @@ impl Stores {
             &resources.queue_url,
             &resources.dlq_url,
         );
-        let objects = ObjectStoreObjects::s3(
-            &resources.bucket,
-            &settings.region,
-            settings.endpoint.as_deref(),
-        )
-        .context("configuring S3")?;
+        let objects =
+            ObjectStoreObjects::s3(&resources.bucket, settings).context("configuring S3")?;
         Ok(Self {
             table: Arc::new(table),
             queue: Arc::new(queue),

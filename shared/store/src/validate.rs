@@ -13,7 +13,7 @@ pub(crate) fn encode_cursor(sk: &str) -> String {
 
 fn decode_cursor(cursor: &str) -> Result<String, StoreError> {
     let bad = || StoreError::Invalid("cursor is not one this table issued".to_owned());
-    if cursor.len() % 2 != 0 {
+    if !cursor.len().is_multiple_of(2) {
         return Err(bad());
     }
     let bytes = (0..cursor.len())

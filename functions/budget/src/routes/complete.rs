@@ -8,7 +8,7 @@ use axum::{
     extract::{Path, State},
 };
 
-use super::{MAX_ATTEMPTS, now_ms};
+use super::{MAX_ATTEMPTS, back_off, now_ms};
 use crate::{
     BudgetState,
     wire::{BudgetView, CompleteBody},
@@ -36,7 +36,7 @@ pub(crate) async fn complete(
 ) -> Result<Json<BudgetView>, ApiError> {
     let outcome: Outcome = body.outcome.into();
     let repo = &state.repo;
-    for _ in 0..MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
         let (mut budget, version) = repo
             .budget(&tenant, &id)
             .await?
@@ -61,7 +61,9 @@ pub(crate) async fn complete(
         };
         match repo.complete(&tenant, &budget, version, usage).await {
             Ok(()) => return Ok(Json(BudgetView::from(&budget))),
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => continue,
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                back_off(attempt).await
+            }
             Err(e) => return Err(e.into()),
         }
     }

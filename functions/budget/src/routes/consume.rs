@@ -14,7 +14,7 @@ use axum::{
     http::StatusCode,
 };
 
-use super::{MAX_ATTEMPTS, now_ms};
+use super::{MAX_ATTEMPTS, back_off, now_ms};
 use crate::{
     BudgetState,
     repo::StoredReport,
@@ -51,7 +51,7 @@ pub(crate) async fn consume(
         trigger: body.trigger.map(Into::into),
         loop_completed: body.loop_completed,
     };
-    for _ in 0..MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
         if let Some(stored) = repo.report(&tenant, &id, &body.report_id).await? {
             if stored.request != request {
                 return Err(ApiError::new(
@@ -85,7 +85,9 @@ pub(crate) async fn consume(
         {
             Ok(()) => return Ok(Json(DecisionView::from(&stored.decision))),
             // Another report won the race (or this report id was just recorded): re-read.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => continue,
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                back_off(attempt).await
+            }
             Err(e) => return Err(e.into()),
         }
     }

@@ -14,6 +14,13 @@ use crate::{
     wire::{BudgetView, CreateBudgetBody},
 };
 
+/// 201 with a `Location` header and the new budget.
+type Created = (
+    StatusCode,
+    [(header::HeaderName, String); 1],
+    Json<BudgetView>,
+);
+
 /// Open a budget for a task.
 ///
 /// The tier comes from the task's features (listed in `assessment`) unless `complexity`
@@ -32,14 +39,7 @@ pub(crate) async fn create(
     State(state): State<BudgetState>,
     Tenant(tenant): Tenant,
     ValidJson(body): ValidJson<CreateBudgetBody>,
-) -> Result<
-    (
-        StatusCode,
-        [(header::HeaderName, String); 1],
-        Json<BudgetView>,
-    ),
-    ApiError,
-> {
+) -> Result<Created, ApiError> {
     body.validate()?;
     let repo = &state.repo;
     let config = repo.config(&tenant).await?;

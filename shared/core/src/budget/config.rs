@@ -324,8 +324,10 @@ mod tests {
         c.complex.max_total_tokens = 20_000;
         assert_eq!(c.validate().unwrap_err().field, "complex.max_total_tokens");
 
-        let mut c = BudgetConfig::default();
-        c.low_confidence_threshold = f64::NAN;
+        let c = BudgetConfig {
+            low_confidence_threshold: f64::NAN,
+            ..BudgetConfig::default()
+        };
         assert_eq!(c.validate().unwrap_err().field, "low_confidence_threshold");
 
         let mut c = BudgetConfig::default();

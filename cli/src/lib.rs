@@ -1,0 +1,7 @@
+//! The commands of the `agentrl` binary, as a library so tests and benchmarks can start the
+//! local stack in-process.
+
+pub mod demo;
+pub mod replay;
+pub mod serve;
+pub mod stack;

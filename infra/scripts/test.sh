@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README and CI run it:
+#   formatting, clippy (warnings are errors), the SAM template checks (cfn-lint, sam validate,
+#   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), and the
+#   README's main job (`agentrl demo`) as a smoke test.
+# Installs what it needs (Python tools into a cached virtualenv) and needs no standard input.
+set -euo pipefail
+exec </dev/null
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "python tools (moto, cfn-lint, sam, oracles)"
+infra/scripts/python-env.sh >/dev/null
+
+step "moto on 127.0.0.1"
+AGENTRL_MOTO_STATE="$(mktemp -d)"
+export AGENTRL_MOTO_STATE
+trap 'infra/scripts/moto.sh stop >/dev/null 2>&1 || true; rm -rf "$AGENTRL_MOTO_STATE"' EXIT
+AGENTRL_MOTO_ENDPOINT="$(infra/scripts/moto.sh start)"
+export AGENTRL_MOTO_ENDPOINT
+infra/scripts/moto.sh reset
+echo "moto at $AGENTRL_MOTO_ENDPOINT" >&2
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "template: cfn-lint, sam validate --lint, fixtures"
+infra/scripts/lint-template.sh
+
+step "cargo test"
+cargo test --workspace --locked
+
+step "main job: agentrl demo"
+cargo run --quiet --locked -p agentrl -- demo >/dev/null
+echo "demo ok" >&2

@@ -1,0 +1,94 @@
+//! `spawn_stack()`: the local stack on a random port over a fresh store, with two tenants.
+
+use agentrl::stack::{self, Running};
+use agentrl_core::TenantId;
+use agentrl_http::{Auth, Metrics};
+use agentrl_store::Stores;
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub struct Stack {
+    pub base: String,
+    pub key_a: String,
+    pub key_b: String,
+    pub http: reqwest::Client,
+    running: Option<Running>,
+    _dir: Option<TempDir>,
+}
+
+pub async fn spawn_stack() -> Stack {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::embedded(dir.path()).unwrap();
+    spawn_on(stores, Some(dir)).await
+}
+
+pub async fn spawn_aws_stack() -> Stack {
+    spawn_on(agentrl_tests::aws_stores().await, None).await
+}
+
+async fn spawn_on(stores: Stores, dir: Option<TempDir>) -> Stack {
+    let key_a = format!("key-a-{}", uuid::Uuid::new_v4());
+    let key_b = format!("key-b-{}", uuid::Uuid::new_v4());
+    let auth = Auth::api_keys([
+        (TenantId::parse("tenant-a").unwrap(), key_a.clone()),
+        (TenantId::parse("tenant-b").unwrap(), key_b.clone()),
+    ]);
+    let running = stack::start("127.0.0.1:0".parse().unwrap(), stores, auth, Metrics::Off)
+        .await
+        .unwrap();
+    Stack {
+        base: format!("http://{}", running.addr),
+        key_a,
+        key_b,
+        http: reqwest::Client::new(),
+        running: Some(running),
+        _dir: dir,
+    }
+}
+
+impl Stack {
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value, reqwest::header::HeaderMap) {
+        let mut req = self
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", self.base));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value, headers)
+    }
+
+    pub async fn a(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let (s, v, _) = self.send(method, path, Some(&self.key_a), body).await;
+        (s, v)
+    }
+
+    pub async fn create(&self, description: &str, complexity: Option<&str>) -> Value {
+        let mut body = serde_json::json!({"task_id": "t-1", "task": {"description": description}});
+        if let Some(c) = complexity {
+            body["complexity"] = Value::from(c);
+        }
+        let (s, v) = self.a("POST", "/v1/budgets", Some(&body)).await;
+        assert_eq!(s, 201, "{v}");
+        v
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop().await.unwrap();
+        }
+    }
+}

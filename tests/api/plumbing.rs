@@ -1,0 +1,131 @@
+//! Shared plumbing: health, OpenAPI, authentication, problem+json for every kind of bad input.
+
+use serde_json::{Value, json};
+
+use crate::helpers::spawn_stack;
+
+#[tokio::test]
+async fn health_and_openapi_are_public_and_openapi_lists_every_route() {
+    let s = spawn_stack().await;
+    let (status, body, _) = s.send("GET", "/health", None, None).await;
+    assert_eq!((status, body), (200, json!({"status": "ok"})));
+    let (status, doc, _) = s.send("GET", "/openapi.json", None, None).await;
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/health", "get"),
+        ("/openapi.json", "get"),
+        ("/v1/budgets", "post"),
+        ("/v1/budgets/{id}", "get"),
+        ("/v1/budgets/{id}/consumption", "post"),
+        ("/v1/budgets/{id}/complete", "post"),
+        ("/v1/config/budgets", "get"),
+        ("/v1/config/budgets", "put"),
+    ] {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} missing"
+        );
+    }
+    assert!(doc["components"]["schemas"]["Problem"].is_object());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn missing_or_wrong_credentials_are_401_problems() {
+    let s = spawn_stack().await;
+    for key in [None, Some("not-a-key"), Some("")] {
+        let (status, body, headers) = s.send("GET", "/v1/config/budgets", key, None).await;
+        assert_eq!(status, 401, "{key:?}");
+        assert_eq!(body["status"], 401);
+        assert_eq!(headers["content-type"], "application/problem+json");
+        assert_eq!(headers["www-authenticate"], "Bearer");
+    }
+    // A tenant named in the body or a header is ignored: only the key decides.
+    let resp = s
+        .http
+        .get(format!("{}/v1/config/budgets", s.base))
+        .header("x-tenant-id", "tenant-a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_is_a_precise_4xx_never_a_500() {
+    let s = spawn_stack().await;
+    let raw = |body: &'static str, content_type: &'static str| {
+        s.http
+            .post(format!("{}/v1/budgets", s.base))
+            .bearer_auth(&s.key_a)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let resp = raw("{\"task_id\": ", "application/json").await.unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.headers()["content-type"], "application/problem+json");
+    let p: Value = resp.json().await.unwrap();
+    assert!(
+        p["detail"].as_str().unwrap().contains("malformed JSON"),
+        "{p}"
+    );
+
+    let resp = raw("{}", "text/plain").await.unwrap();
+    assert_eq!(resp.status(), 415);
+
+    let cases = [
+        (
+            json!({"task_id": 5, "task": {"description": "x"}}),
+            "task_id",
+        ),
+        (
+            json!({"task_id": "t", "task": {"description": "x"}, "complexity": "huge"}),
+            "complexity",
+        ),
+        (
+            json!({"task_id": "t", "task": {"description": "x", "owner": "me"}}),
+            "task.owner",
+        ),
+        (
+            json!({"task_id": "t", "task": {"description": "   "}}),
+            "task.description",
+        ),
+        (
+            json!({"task_id": "", "task": {"description": "x"}}),
+            "task_id",
+        ),
+        (
+            json!({"task_id": "t", "tenant": "tenant-b", "task": {"description": "x"}}),
+            "",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, p) = s.a("POST", "/v1/budgets", Some(&body)).await;
+        assert_eq!(status, 400, "{body} → {p}");
+        if !field.is_empty() {
+            assert_eq!(p["field"], field, "{body} → {p}");
+        }
+        assert!(!p["detail"].as_str().unwrap().is_empty());
+    }
+
+    let huge = "x".repeat(2 * 1024 * 1024);
+    let resp = s
+        .http
+        .post(format!("{}/v1/budgets", s.base))
+        .bearer_auth(&s.key_a)
+        .json(&json!({"task_id": "t", "task": {"description": huge}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+
+    let (status, _) = s.a("GET", "/v1/nothing-here", None).await;
+    assert_eq!(status, 404);
+    let (status, p) = s.a("DELETE", "/v1/config/budgets", None).await;
+    assert_eq!(status, 405, "{p}");
+    s.stop().await;
+}

@@ -1,0 +1,42 @@
+//! One storage conformance suite, run against both adapter sets: embedded (real SQLite
+//! files, a real directory) and AWS (DynamoDB, SQS and S3 on moto over HTTP).
+
+mod objects;
+mod queue;
+mod table;
+
+/// Instantiates each case once per adapter set.
+macro_rules! conformance {
+    ($($module:ident :: $case:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    crate::$module::$case(&agentrl_tests::embedded()).await;
+                }
+            )*
+        }
+        mod aws {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    crate::$module::$case(&agentrl_tests::aws().await).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    table::conditional_writes_conflict,
+    table::concurrent_writers_lose_no_update,
+    table::transactions_fail_atomically,
+    table::queries_paginate_in_sort_key_order,
+    table::expired_items_are_absent,
+    queue::redelivers_after_the_visibility_timeout,
+    queue::redrives_to_the_dlq_after_max_receives,
+    queue::dead_letters_keep_their_reason,
+    queue::batches_send_and_receive_every_message,
+    objects::round_trips_small_and_large_objects,
+    objects::lists_by_prefix_and_refuses_bad_paths,
+);

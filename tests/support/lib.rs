@@ -1,0 +1,114 @@
+//! Test support: adapter sets on real SQLite files or on moto over HTTP, with randomised
+//! resource names so tests run in parallel without seeing each other.
+
+use std::sync::Arc;
+
+use agentrl_store::{
+    AwsResources, ObjectStoreObjects, Stores,
+    aws::{AwsSettings, DynamoTable, SqsQueue, create_bucket, create_queue_with_dlq, create_table},
+    embedded::{Database, SqliteQueue, SqliteTable},
+    ports::{Objects, Queue, Table},
+};
+use tempfile::TempDir;
+
+/// Deliveries before redrive in the conformance suite (small, to keep the tests short).
+pub const TEST_MAX_RECEIVES: u32 = 2;
+
+/// The moto endpoint that `infra/scripts/test.sh` started.
+///
+/// # Panics
+/// When `AGENTRL_MOTO_ENDPOINT` is unset or not on loopback: the AWS tests need the
+/// emulator and must never reach anything else.
+pub fn moto_endpoint() -> String {
+    let endpoint = std::env::var("AGENTRL_MOTO_ENDPOINT").expect(
+        "AGENTRL_MOTO_ENDPOINT is unset: run the tests with infra/scripts/test.sh, which starts moto",
+    );
+    assert!(
+        endpoint.starts_with("http://127.0.0.1:") || endpoint.starts_with("http://[::1]:"),
+        "the emulator must be on loopback, got {endpoint}"
+    );
+    endpoint
+}
+
+/// A unique, valid resource name.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// One adapter set for one test; keeps its temporary directory alive.
+pub struct Ports {
+    /// The table.
+    pub table: Arc<dyn Table>,
+    /// The queue.
+    pub queue: Arc<dyn Queue>,
+    /// The object store.
+    pub objects: Arc<dyn Objects>,
+    _dir: Option<TempDir>,
+}
+
+/// Embedded adapters on a fresh SQLite file and directory.
+pub fn embedded() -> Ports {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = Database::open(&dir.path().join("agentrl.db")).expect("open sqlite");
+    Ports {
+        table: Arc::new(SqliteTable::new(db.clone())),
+        queue: Arc::new(SqliteQueue::new(db, "work", TEST_MAX_RECEIVES)),
+        objects: Arc::new(ObjectStoreObjects::local(&dir.path().join("objects")).expect("objects")),
+        _dir: Some(dir),
+    }
+}
+
+/// Fresh AWS resources on moto: a table, a queue with its DLQ, a bucket.
+pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
+    let settings = AwsSettings::emulator(&moto_endpoint());
+    let sdk = settings.load().await;
+    let table = unique("agentrl");
+    create_table(&aws_sdk_dynamodb::Client::new(&sdk), &table)
+        .await
+        .expect("create table on moto");
+    let (queue_url, dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &unique("work"),
+        max_receives,
+    )
+    .await
+    .expect("create queue on moto");
+    let bucket = unique("agentrl");
+    create_bucket(&moto_endpoint(), &bucket)
+        .await
+        .expect("create bucket on moto");
+    (
+        settings,
+        AwsResources {
+            table,
+            queue_url,
+            dlq_url,
+            bucket,
+        },
+    )
+}
+
+/// AWS adapters on fresh moto resources.
+pub async fn aws() -> Ports {
+    let (settings, r) = aws_resources(TEST_MAX_RECEIVES).await;
+    let sdk = settings.load().await;
+    Ports {
+        table: Arc::new(DynamoTable::new(
+            aws_sdk_dynamodb::Client::new(&sdk),
+            &r.table,
+        )),
+        queue: Arc::new(SqsQueue::new(
+            aws_sdk_sqs::Client::new(&sdk),
+            &r.queue_url,
+            &r.dlq_url,
+        )),
+        objects: Arc::new(ObjectStoreObjects::s3(&r.bucket, &settings).expect("s3 client")),
+        _dir: None,
+    }
+}
+
+/// A full AWS store set on fresh moto resources (for the API over DynamoDB).
+pub async fn aws_stores() -> Stores {
+    let (settings, r) = aws_resources(agentrl_store::MAX_RECEIVES).await;
+    Stores::aws(&settings, &r).await.expect("aws stores")
+}
