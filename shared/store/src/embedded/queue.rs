@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use rusqlite::params;
 use tokio::sync::Notify;
 
-use super::db::{Database, now_ms, sql};
+use super::db::{Database, exec, now_ms, sql};
 use crate::{
     StoreError,
     ports::{DeadLetter, Message, Queue},
@@ -43,13 +43,10 @@ impl SqliteQueue {
         let queue = self.name.clone();
         let max_receives = self.max_receives;
         self.db
-            .run(move |c| {
+            .write(move |conn| {
                 let now = now_ms() as i64;
-                let tx = c
-                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                    .map_err(sql("beginning a receive"))?;
                 let due: Vec<(i64, String, String, u32)> = {
-                    let mut stmt = tx
+                    let mut stmt = conn
                         .prepare_cached(
                             "SELECT seq, id, body, receive_count FROM queue_messages
                              WHERE queue = ?1 AND visible_at_ms <= ?2 ORDER BY seq LIMIT ?3",
@@ -65,18 +62,26 @@ impl SqliteQueue {
                 let mut out = Vec::with_capacity(due.len());
                 for (seq, id, body, count) in due {
                     if count >= max_receives {
-                        tx.execute(
-                            "INSERT INTO dead_letters (queue, id, body, reason, receive_count, dead_at_ms)
+                        let reason = format!("max receives exceeded ({max_receives})");
+                        exec(
+                            conn,
+                            "INSERT INTO dead_letters
+                                (queue, id, body, reason, receive_count, dead_at_ms)
                              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                            params![queue, id, body, format!("max receives exceeded ({max_receives})"), count, now],
+                            params![queue, id, body, reason, count, now],
                         )
                         .map_err(sql("redriving to the dead-letter queue"))?;
-                        tx.execute("DELETE FROM queue_messages WHERE seq = ?1", params![seq])
-                            .map_err(sql("redriving to the dead-letter queue"))?;
+                        exec(
+                            conn,
+                            "DELETE FROM queue_messages WHERE seq = ?1",
+                            params![seq],
+                        )
+                        .map_err(sql("redriving to the dead-letter queue"))?;
                         continue;
                     }
                     let receipt = uuid::Uuid::new_v4().to_string();
-                    tx.execute(
+                    exec(
+                        conn,
                         "UPDATE queue_messages SET receive_count = receive_count + 1,
                             visible_at_ms = ?1, receipt = ?2 WHERE seq = ?3",
                         params![now + visibility.as_millis() as i64, receipt, seq],
@@ -89,7 +94,6 @@ impl SqliteQueue {
                         receive_count: count + 1,
                     });
                 }
-                tx.commit().map_err(sql("committing a receive"))?;
                 Ok(out)
             })
             .await
@@ -117,20 +121,20 @@ impl Queue for SqliteQueue {
         let bodies = bodies.to_vec();
         let ids = self
             .db
-            .run(move |c| {
+            .write(move |conn| {
                 let now = now_ms() as i64;
-                let tx = c.transaction().map_err(sql("beginning a send"))?;
                 let mut ids = Vec::with_capacity(bodies.len());
                 for body in &bodies {
                     let id = uuid::Uuid::now_v7().to_string();
-                    tx.execute(
-                        "INSERT INTO queue_messages (queue, id, body, visible_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                    exec(
+                        conn,
+                        "INSERT INTO queue_messages (queue, id, body, visible_at_ms)
+                         VALUES (?1, ?2, ?3, ?4)",
                         params![queue, id, body, now],
                     )
                     .map_err(sql("sending"))?;
                     ids.push(id);
                 }
-                tx.commit().map_err(sql("committing a send"))?;
                 Ok(ids)
             })
             .await?;
@@ -163,8 +167,9 @@ impl Queue for SqliteQueue {
     async fn delete(&self, receipt: &str) -> Result<(), StoreError> {
         let receipt = receipt.to_owned();
         self.db
-            .run(move |c| {
-                c.execute(
+            .write(move |c| {
+                exec(
+                    c,
                     "DELETE FROM queue_messages WHERE receipt = ?1",
                     params![receipt],
                 )
@@ -177,25 +182,27 @@ impl Queue for SqliteQueue {
     async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), StoreError> {
         let (queue, m, reason) = (self.name.clone(), message.clone(), reason.to_owned());
         self.db
-            .run(move |c| {
-                let tx = c.transaction().map_err(sql("beginning a dead-letter"))?;
+            .write(move |conn| {
                 // Only the current delivery may park the message; a stale receipt means
                 // another consumer holds it now.
-                let removed = tx
-                    .execute(
-                        "DELETE FROM queue_messages WHERE id = ?1 AND receipt = ?2",
-                        params![m.id, m.receipt],
-                    )
-                    .map_err(sql("dead-lettering"))?;
+                let removed = exec(
+                    conn,
+                    "DELETE FROM queue_messages WHERE id = ?1 AND receipt = ?2",
+                    params![m.id, m.receipt],
+                )
+                .map_err(sql("dead-lettering"))?;
                 if removed == 1 {
-                    tx.execute(
-                        "INSERT INTO dead_letters (queue, id, body, reason, receive_count, dead_at_ms)
+                    let now = now_ms() as i64;
+                    exec(
+                        conn,
+                        "INSERT INTO dead_letters
+                            (queue, id, body, reason, receive_count, dead_at_ms)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![queue, m.id, m.body, reason, m.receive_count, now_ms() as i64],
+                        params![queue, m.id, m.body, reason, m.receive_count, now],
                     )
                     .map_err(sql("dead-lettering"))?;
                 }
-                tx.commit().map_err(sql("committing a dead-letter"))
+                Ok(())
             })
             .await
     }
@@ -203,7 +210,7 @@ impl Queue for SqliteQueue {
     async fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter>, StoreError> {
         let queue = self.name.clone();
         self.db
-            .run(move |c| {
+            .read(move |c| {
                 let mut stmt = c
                     .prepare_cached(
                         "SELECT id, body, reason FROM dead_letters WHERE queue = ?1 ORDER BY seq LIMIT ?2",

@@ -1,10 +1,10 @@
 //! [`Table`] on SQLite: conditional writes and transactions as `BEGIN IMMEDIATE` transactions.
 
 use async_trait::async_trait;
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::db::{Database, now_ms, sql};
+use super::db::{Database, exec, now_ms, query_row, sql};
 use crate::{
     StoreError,
     ports::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write},
@@ -30,8 +30,9 @@ impl SqliteTable {
     pub async fn purge_expired(&self) -> Result<usize, StoreError> {
         let now = now_ms() / 1_000;
         self.db
-            .run(move |c| {
-                c.execute(
+            .write(move |c| {
+                exec(
+                    c,
                     "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?1",
                     params![now as i64],
                 )
@@ -41,29 +42,29 @@ impl SqliteTable {
     }
 }
 
-fn live_version(tx: &Transaction<'_>, key: &Key, now_s: u64) -> Result<Option<u64>, StoreError> {
-    let row: Option<(i64, Option<i64>)> = tx
-        .query_row(
-            "SELECT version, expires_at FROM items WHERE pk = ?1 AND sk = ?2",
-            params![key.pk, key.sk],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()
-        .map_err(sql("reading an item"))?;
+fn live_version(conn: &Connection, key: &Key, now_s: u64) -> Result<Option<u64>, StoreError> {
+    let row: Option<(i64, Option<i64>)> = query_row(
+        conn,
+        "SELECT version, expires_at FROM items WHERE pk = ?1 AND sk = ?2",
+        params![key.pk, key.sk],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+    .map_err(sql("reading an item"))?;
     Ok(row
         .filter(|(_, exp)| exp.is_none_or(|e| e as u64 > now_s))
         .map(|(v, _)| v as u64))
 }
 
-fn stored_version(tx: &Transaction<'_>, key: &Key) -> Result<u64, StoreError> {
-    let v: Option<i64> = tx
-        .query_row(
-            "SELECT version FROM items WHERE pk = ?1 AND sk = ?2",
-            params![key.pk, key.sk],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(sql("reading an item"))?;
+fn stored_version(conn: &Connection, key: &Key) -> Result<u64, StoreError> {
+    let v: Option<i64> = query_row(
+        conn,
+        "SELECT version FROM items WHERE pk = ?1 AND sk = ?2",
+        params![key.pk, key.sk],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(sql("reading an item"))?;
     Ok(v.map_or(0, |v| v as u64))
 }
 
@@ -76,9 +77,9 @@ fn holds(condition: Condition, live: Option<u64>) -> bool {
     }
 }
 
-/// Applies one write inside `tx`; returns the new version for puts.
+/// Applies one write inside the current transaction; returns the new version for puts.
 fn apply(
-    tx: &Transaction<'_>,
+    conn: &Connection,
     write: &Write,
     now_s: u64,
     index: Option<usize>,
@@ -87,13 +88,14 @@ fn apply(
         Write::Put(p) => (&p.key, p.condition),
         Write::Delete { key, condition } | Write::Check { key, condition } => (key, *condition),
     };
-    if !holds(condition, live_version(tx, key, now_s)?) {
+    if !holds(condition, live_version(conn, key, now_s)?) {
         return Err(StoreError::ConditionFailed { index });
     }
     match write {
         Write::Put(p) => {
-            let version = stored_version(tx, key)? + 1;
-            tx.execute(
+            let version = stored_version(conn, key)? + 1;
+            exec(
+                conn,
                 "INSERT INTO items (pk, sk, version, doc, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (pk, sk) DO UPDATE SET version = excluded.version,
                     doc = excluded.doc, expires_at = excluded.expires_at",
@@ -109,7 +111,8 @@ fn apply(
             Ok(version)
         }
         Write::Delete { .. } => {
-            tx.execute(
+            exec(
+                conn,
                 "DELETE FROM items WHERE pk = ?1 AND sk = ?2",
                 params![key.pk, key.sk],
             )
@@ -118,18 +121,6 @@ fn apply(
         }
         Write::Check { .. } => Ok(0),
     }
-}
-
-fn in_transaction<T>(
-    c: &mut rusqlite::Connection,
-    f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    let tx = c
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql("beginning a transaction"))?;
-    let out = f(&tx)?;
-    tx.commit().map_err(sql("committing"))?;
-    Ok(out)
 }
 
 fn now_s() -> u64 {
@@ -142,16 +133,16 @@ impl Table for SqliteTable {
         let key = key.clone();
         let now = now_s() as i64;
         self.db
-            .run(move |c| {
-                let row: Option<(i64, String, Option<i64>)> = c
-                    .query_row(
-                        "SELECT version, doc, expires_at FROM items
+            .read(move |c| {
+                let row: Option<(i64, String, Option<i64>)> = query_row(
+                    c,
+                    "SELECT version, doc, expires_at FROM items
                          WHERE pk = ?1 AND sk = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
-                        params![key.pk, key.sk, now],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                    )
-                    .optional()
-                    .map_err(sql("reading an item"))?;
+                    params![key.pk, key.sk, now],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()
+                .map_err(sql("reading an item"))?;
                 row.map(|(version, doc, expires_at)| to_item(key, version, &doc, expires_at))
                     .transpose()
             })
@@ -161,7 +152,7 @@ impl Table for SqliteTable {
     async fn put(&self, put: Put) -> Result<u64, StoreError> {
         let now = now_s();
         self.db
-            .run(move |c| in_transaction(c, |tx| apply(tx, &Write::Put(put), now, None)))
+            .write(move |c| apply(c, &Write::Put(put), now, None))
             .await
     }
 
@@ -172,7 +163,7 @@ impl Table for SqliteTable {
         };
         let now = now_s();
         self.db
-            .run(move |c| in_transaction(c, |tx| apply(tx, &write, now, None).map(drop)))
+            .write(move |c| apply(c, &write, now, None).map(drop))
             .await
     }
 
@@ -181,7 +172,7 @@ impl Table for SqliteTable {
         let query = query.clone();
         let now = now_s() as i64;
         self.db
-            .run(move |c| {
+            .read(move |c| {
                 let (lo, hi_excl, hi_incl) = match &query.range {
                     SortRange::All => (String::new(), None, None),
                     SortRange::BeginsWith(p) => (p.clone(), Some(prefix_end(p)), None),
@@ -244,13 +235,11 @@ impl Table for SqliteTable {
         check_transaction(&writes)?;
         let now = now_s();
         self.db
-            .run(move |c| {
-                in_transaction(c, |tx| {
-                    for (i, w) in writes.iter().enumerate() {
-                        apply(tx, w, now, Some(i))?;
-                    }
-                    Ok(())
-                })
+            .write(move |c| {
+                for (i, w) in writes.iter().enumerate() {
+                    apply(c, w, now, Some(i))?;
+                }
+                Ok(())
             })
             .await
     }
