@@ -17,7 +17,8 @@ struct Server {
 }
 
 fn start(data_dir: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentrl"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentrl"));
+    command
         .args([
             "serve",
             "--addr",
@@ -26,7 +27,12 @@ fn start(data_dir: &std::path::Path) -> Server {
             &format!("acme={KEY}"),
         ])
         .arg("--data-dir")
-        .arg(data_dir)
+        .arg(data_dir);
+    start_command(command)
+}
+
+fn start_command(mut command: Command) -> Server {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -122,4 +128,88 @@ async fn acknowledged_writes_survive_sigterm_and_sigint_restarts() {
     let b: Value = resp.json().await.unwrap();
     assert_eq!(b["consumed_tokens"], 500);
     stop(server, "TERM");
+}
+
+/// `serve --aws` runs the same routes over DynamoDB, SQS and S3: here on moto (127.0.0.1),
+/// configured only through the environment, as on a real deployment.
+#[tokio::test]
+async fn serve_with_aws_uses_dynamodb() {
+    use agentrl_store::aws::{AwsSettings, create_bucket, create_queue_with_dlq, create_table};
+
+    let endpoint = std::env::var("AGENTRL_MOTO_ENDPOINT").expect(
+        "AGENTRL_MOTO_ENDPOINT is unset: run the tests with infra/scripts/test.sh, which starts moto",
+    );
+    assert!(endpoint.starts_with("http://127.0.0.1:"), "{endpoint}");
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let sdk = AwsSettings::emulator(&endpoint).load().await;
+    let table = format!("serve-{suffix}");
+    create_table(&aws_sdk_dynamodb::Client::new(&sdk), &table)
+        .await
+        .unwrap();
+    let (queue_url, dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &format!("serve-{suffix}"),
+        5,
+    )
+    .await
+    .unwrap();
+    let bucket = format!("serve-{suffix}");
+    create_bucket(&endpoint, &bucket).await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentrl"));
+    command
+        .args([
+            "serve",
+            "--aws",
+            "--addr",
+            "127.0.0.1:0",
+            "--api-key",
+            &format!("acme={KEY}"),
+        ])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .envs([
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AGENTRL_AWS_ENDPOINT", endpoint.as_str()),
+            ("AGENTRL_TABLE", table.as_str()),
+            ("AGENTRL_QUEUE_URL", queue_url.as_str()),
+            ("AGENTRL_DLQ_URL", dlq_url.as_str()),
+            ("AGENTRL_BUCKET", bucket.as_str()),
+        ]);
+    let server = start_command(command);
+    let http = reqwest::Client::new();
+    let budget = post(
+        &http,
+        format!("{}/v1/budgets", server.base),
+        json!({"task_id": "t", "task": {"description": "Fix the off-by-one error in the pager"}}),
+    )
+    .await;
+    stop(server, "TERM");
+
+    let id = budget["budget_id"].as_str().unwrap();
+    let item = aws_sdk_dynamodb::Client::new(&sdk)
+        .get_item()
+        .table_name(&table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("acme#budget#{id}")),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("budget".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        item.item.is_some(),
+        "the budget is in DynamoDB, under the tenant's key"
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "nothing was written to the embedded store"
+    );
 }

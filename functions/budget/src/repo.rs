@@ -4,7 +4,11 @@
 //! one item per applied report (`sk = report#REPORT_ID`); `tenant#config#budgets` holds the
 //! configuration; `tenant#budget-usage#TIER` holds the adaptive history.
 
-use std::sync::Arc;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use agentrl_core::{
     TenantId,
@@ -29,10 +33,16 @@ pub struct StoredReport {
     pub decision: Decision,
 }
 
+/// How long a tenant's configuration is served from memory. A change made through this
+/// process is seen at once; other processes (Lambda instances) see it within this time,
+/// as with Powertools' parameter caching.
+pub const CONFIG_CACHE_TTL: Duration = Duration::from_secs(1);
+
 /// Typed access to the budget items of the table.
 #[derive(Clone)]
 pub struct BudgetRepo {
     table: Arc<dyn Table>,
+    configs: Arc<Mutex<HashMap<TenantId, (Instant, BudgetConfig)>>>,
 }
 
 /// A value with the version it was read at (`None` when absent).
@@ -60,7 +70,23 @@ fn expiry(now_ms: u64) -> Option<u64> {
 impl BudgetRepo {
     /// A repository over `table`.
     pub fn new(table: Arc<dyn Table>) -> Self {
-        Self { table }
+        Self {
+            table,
+            configs: Arc::default(),
+        }
+    }
+
+    fn cached_config(&self, t: &TenantId) -> Option<BudgetConfig> {
+        let cache = self.configs.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .get(t)
+            .filter(|(at, _)| at.elapsed() < CONFIG_CACHE_TTL)
+            .map(|(_, c)| c.clone())
+    }
+
+    fn cache_config(&self, t: &TenantId, config: &BudgetConfig) {
+        let mut cache = self.configs.lock().unwrap_or_else(|p| p.into_inner());
+        cache.insert(t.clone(), (Instant::now(), config.clone()));
     }
 
     fn budget_key(t: &TenantId, id: &str) -> Key {
@@ -85,11 +111,16 @@ impl BudgetRepo {
 
     /// The tenant's configuration, or the defaults.
     pub async fn config(&self, t: &TenantId) -> Result<BudgetConfig, StoreError> {
-        Ok(self
+        if let Some(config) = self.cached_config(t) {
+            return Ok(config);
+        }
+        let config: BudgetConfig = self
             .read(&Self::config_key(t))
             .await?
             .map(|(c, _)| c)
-            .unwrap_or_default())
+            .unwrap_or_default();
+        self.cache_config(t, &config);
+        Ok(config)
     }
 
     /// Replaces the tenant's configuration.
@@ -101,8 +132,9 @@ impl BudgetRepo {
                 expires_at: None,
                 condition: Condition::None,
             })
-            .await
-            .map(drop)
+            .await?;
+        self.cache_config(t, config);
+        Ok(())
     }
 
     /// The adaptive history of a tier.

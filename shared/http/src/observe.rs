@@ -57,23 +57,27 @@ pub(crate) async fn observe(State(metrics): State<Metrics>, req: Request, next: 
     let status = response.status().as_u16();
     span.in_scope(|| tracing::info!(status, latency_ms, "request handled"));
     if let Metrics::Emf { namespace, service } = &metrics {
-        emit_emf(
-            namespace,
-            service,
-            &format!("{method} {route}"),
-            status,
-            latency_ms,
-            cold_start,
-        );
+        let route = format!("{method} {route}");
+        let line = emf_line(namespace, service, &route, status, latency_ms, cold_start);
+        // A metrics line that cannot be written must not fail the request.
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
     }
     response
 }
 
-fn emit_emf(namespace: &str, service: &str, route: &str, status: u16, latency_ms: f64, cold: bool) {
+/// One CloudWatch Embedded Metric Format record for a request.
+fn emf_line(
+    namespace: &str,
+    service: &str,
+    route: &str,
+    status: u16,
+    latency_ms: f64,
+    cold: bool,
+) -> serde_json::Value {
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let line = serde_json::json!({
+    serde_json::json!({
         "_aws": {
             "Timestamp": timestamp,
             "CloudWatchMetrics": [{
@@ -94,7 +98,31 @@ fn emit_emf(namespace: &str, service: &str, route: &str, status: u16, latency_ms
         "errors": u8::from(status >= 500),
         "latency": latency_ms,
         "cold_start": u8::from(cold),
-    });
-    // A metrics line that cannot be written must not fail the request.
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emf_records_declare_every_metric_they_carry() {
+        let line = emf_line("agentrl", "budget", "POST /v1/budgets", 503, 12.5, true);
+        let declared = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(declared["Namespace"], "agentrl");
+        assert_eq!(
+            declared["Dimensions"][0],
+            serde_json::json!(["service", "route"])
+        );
+        for metric in declared["Metrics"].as_array().unwrap() {
+            let name = metric["Name"].as_str().unwrap();
+            assert!(line[name].is_number(), "{name} is declared but not set");
+        }
+        assert_eq!(
+            (line["errors"].as_u64(), line["cold_start"].as_u64()),
+            (Some(1), Some(1))
+        );
+        assert_eq!(line["latency"], 12.5);
+        assert!(line["_aws"]["Timestamp"].as_u64().unwrap() > 1_700_000_000_000);
+    }
 }

@@ -1,11 +1,15 @@
 //! `POST /v1/budgets/{id}/consumption`: apply a report exactly once.
 //!
 //! Read budget → apply in the domain → write budget (at the version read) and the report
-//! (if absent) in one transaction. A lost race retries from a fresh read; a report id that
-//! was already applied returns its stored answer. So `consumed_tokens` is the sum of the
+//! (if absent) in one transaction. A lost race for the budget retries from a fresh read; a
+//! report id that is already recorded (the transaction's second condition) returns its
+//! stored answer. Retries are rare, so the common path reads only the budget and config. So `consumed_tokens` is the sum of the
 //! accepted tokens of distinct reports under any number of concurrent reporters.
 
-use agentrl_core::budget::{Report, ReportError};
+use agentrl_core::{
+    TenantId,
+    budget::{Report, ReportError},
+};
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson, fingerprint};
 use agentrl_store::StoreError;
 use axum::{
@@ -17,9 +21,31 @@ use axum::{
 use super::{MAX_ATTEMPTS, back_off, now_ms};
 use crate::{
     BudgetState,
-    repo::StoredReport,
+    repo::{BudgetRepo, StoredReport},
     wire::{ConsumptionBody, DecisionView},
 };
+
+/// The stored answer to `report_id`, if it was applied: the same answer for the same body,
+/// 422 for another body.
+async fn replay(
+    repo: &BudgetRepo,
+    tenant: &TenantId,
+    id: &str,
+    report_id: &str,
+    request: &str,
+) -> Result<Option<Json<DecisionView>>, ApiError> {
+    let Some(stored) = repo.report(tenant, id, report_id).await? else {
+        return Ok(None);
+    };
+    if stored.request != request {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "report_id was already used with a different body",
+        )
+        .with_field("report_id"));
+    }
+    Ok(Some(Json(DecisionView::from(&stored.decision))))
+}
 
 /// Report token consumption.
 ///
@@ -52,29 +78,24 @@ pub(crate) async fn consume(
         loop_completed: body.loop_completed,
     };
     for attempt in 0..MAX_ATTEMPTS {
-        if let Some(stored) = repo.report(&tenant, &id, &body.report_id).await? {
-            if stored.request != request {
-                return Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "report_id was already used with a different body",
-                )
-                .with_field("report_id"));
-            }
-            return Ok(Json(DecisionView::from(&stored.decision)));
-        }
         let (mut budget, version) = repo
             .budget(&tenant, &id)
             .await?
             .ok_or_else(|| ApiError::not_found("budget"))?;
         let config = repo.config(&tenant).await?;
-        let decision =
-            budget
-                .apply(report, &config, now_ms())
-                .map_err(|ReportError::Closed(status)| {
-                    ApiError::conflict(format!(
-                        "the budget is {status:?} and takes no more reports"
-                    ))
-                })?;
+        let decision = match budget.apply(report, &config, now_ms()) {
+            Ok(decision) => decision,
+            // A retry of a report applied before the budget closed still gets its answer.
+            Err(ReportError::Closed(status)) => {
+                return replay(repo, &tenant, &id, &body.report_id, &request)
+                    .await?
+                    .ok_or_else(|| {
+                        ApiError::conflict(format!(
+                            "the budget is {status:?} and takes no more reports"
+                        ))
+                    });
+            }
+        };
         let stored = StoredReport {
             request: request.clone(),
             decision,
@@ -84,9 +105,15 @@ pub(crate) async fn consume(
             .await
         {
             Ok(()) => return Ok(Json(DecisionView::from(&stored.decision))),
-            // Another report won the race (or this report id was just recorded): re-read.
+            // The report id is already recorded: this is a retry.
+            Err(StoreError::ConditionFailed { index: Some(1) }) => {
+                if let Some(answer) = replay(repo, &tenant, &id, &body.report_id, &request).await? {
+                    return Ok(answer);
+                }
+            }
+            // Another report won the race for the budget's version: re-read and retry.
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                back_off(attempt).await
+                back_off(attempt).await;
             }
             Err(e) => return Err(e.into()),
         }
