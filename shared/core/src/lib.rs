@@ -5,6 +5,7 @@
 //! call it stay thin and every rule is testable in isolation.
 #![deny(missing_docs)]
 
+pub mod attribution;
 pub mod budget;
 pub mod tenant;
 
