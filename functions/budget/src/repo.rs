@@ -17,7 +17,7 @@ use agentrl_core::{
 use agentrl_store::{
     StoreError,
     keys::partition,
-    ports::{Condition, Item, Key, Put, Table, Write},
+    ports::{Condition, Item, Key, Put, Table, Write, encode},
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
@@ -47,21 +47,6 @@ pub struct BudgetRepo {
 
 /// A value with the version it was read at (`None` when absent).
 pub type Versioned<T> = (T, Option<u64>);
-
-fn decode<T: DeserializeOwned>(item: Item) -> Result<(T, u64), StoreError> {
-    let value = serde_json::from_value(item.doc).map_err(|e| {
-        StoreError::Backend(anyhow::Error::new(e).context(format!("corrupt item {}", item.key.pk)))
-    })?;
-    Ok((value, item.version))
-}
-
-fn encode<T: Serialize>(value: &T) -> Result<serde_json::Value, StoreError> {
-    serde_json::to_value(value).map_err(|e| StoreError::Backend(e.into()))
-}
-
-fn condition(version: Option<u64>) -> Condition {
-    version.map_or(Condition::Absent, Condition::Version)
-}
 
 fn expiry(now_ms: u64) -> Option<u64> {
     Some(now_ms / 1_000 + RETENTION_SECONDS)
@@ -106,7 +91,7 @@ impl BudgetRepo {
     }
 
     async fn read<T: DeserializeOwned>(&self, key: &Key) -> Result<Option<(T, u64)>, StoreError> {
-        self.table.get(key).await?.map(decode).transpose()
+        self.table.get(key).await?.map(Item::decode).transpose()
     }
 
     /// The tenant's configuration, or the defaults.
@@ -232,7 +217,7 @@ impl BudgetRepo {
                 key: Self::usage_key(t, budget.complexity()),
                 doc: encode(&history)?,
                 expires_at: None,
-                condition: condition(v),
+                condition: Condition::at(v),
             }));
         }
         self.table.transact(writes).await

@@ -1,11 +1,44 @@
-//! Runs a composed application under the Lambda runtime (API Gateway HTTP API, payload v2).
+//! Runs a function under the Lambda runtime (API Gateway HTTP API, payload v2).
 
-use axum::Router;
+use std::sync::Arc;
 
-/// Hands `app` to `lambda_http`; returns when the runtime stops.
+use agentrl_store::{
+    aws::{AwsSettings, DynamoTable},
+    ports::Table,
+};
+use anyhow::Context;
+
+use crate::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, Service, app, telemetry};
+
+/// The whole `main` of a function whose routes need the table: logging, configuration from
+/// the environment (`AGENTRL_TABLE`, `AWS_REGION`), the DynamoDB adapter, JWT-claim tenancy,
+/// EMF metrics under the `service` dimension `name`; returns when the runtime stops.
 ///
 /// # Errors
-/// When the runtime fails.
-pub async fn run(app: Router) -> Result<(), lambda_http::Error> {
-    lambda_http::run(app).await
+/// When a variable is missing or the runtime fails.
+pub async fn run_table_service(
+    name: &str,
+    build: impl FnOnce(Arc<dyn Table>) -> Service,
+) -> Result<(), lambda_http::Error> {
+    telemetry::init();
+    let table = env("AGENTRL_TABLE")?;
+    let settings = AwsSettings {
+        region: env("AWS_REGION")?,
+        endpoint: None,
+        dummy_credentials: false,
+    };
+    let table: Arc<dyn Table> = Arc::new(DynamoTable::connect(&settings, &table).await);
+    let options = AppOptions {
+        auth: Auth::JwtClaim,
+        metrics: Metrics::Emf {
+            namespace: "agentrl".into(),
+            service: name.into(),
+        },
+        body_limit: DEFAULT_BODY_LIMIT,
+    };
+    lambda_http::run(app(vec![build(table)], options)).await
+}
+
+fn env(key: &str) -> anyhow::Result<String> {
+    std::env::var(key).with_context(|| format!("failed to load environment variable {key}"))
 }

@@ -14,6 +14,7 @@ mod error;
 pub mod keys;
 mod objects;
 pub mod ports;
+pub mod retry;
 mod stores;
 mod validate;
 

@@ -57,3 +57,16 @@ pub(crate) fn check_transaction(writes: &[Write]) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+/// Largest message body accepted by both queues (SQS's own limit).
+pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024;
+
+pub(crate) fn check_bodies(bodies: &[String]) -> Result<(), StoreError> {
+    match bodies.iter().find(|b| b.len() > MAX_BODY_BYTES) {
+        Some(b) => Err(StoreError::Invalid(format!(
+            "message body of {} bytes is over the {MAX_BODY_BYTES}-byte limit",
+            b.len()
+        ))),
+        None => Ok(()),
+    }
+}

@@ -25,6 +25,11 @@ pub struct DynamoTable {
 }
 
 impl DynamoTable {
+    /// The table `name`, with a client configured by `settings`.
+    pub async fn connect(settings: &super::AwsSettings, name: &str) -> Self {
+        Self::new(Client::new(&settings.load().await), name)
+    }
+
     /// The table `name` reached through `client`.
     pub fn new(client: Client, name: &str) -> Self {
         Self {
@@ -35,9 +40,7 @@ impl DynamoTable {
 }
 
 fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    crate::retry::now_ms() / 1_000
 }
 
 fn s(v: &str) -> AttributeValue {

@@ -13,9 +13,8 @@ use aws_sdk_sqs::{
 use crate::{
     StoreError,
     ports::{DeadLetter, Message, Queue},
+    validate::check_bodies,
 };
-
-const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// A queue and its dead-letter queue.
 #[derive(Clone)]
@@ -57,21 +56,8 @@ fn whole_seconds(d: Duration, max: u64) -> i32 {
 
 #[async_trait]
 impl Queue for SqsQueue {
-    async fn send(&self, body: &str) -> Result<String, StoreError> {
-        Ok(self
-            .send_batch(&[body.to_owned()])
-            .await?
-            .pop()
-            .unwrap_or_default())
-    }
-
     async fn send_batch(&self, bodies: &[String]) -> Result<Vec<String>, StoreError> {
-        if let Some(b) = bodies.iter().find(|b| b.len() > MAX_BODY_BYTES) {
-            return Err(StoreError::Invalid(format!(
-                "message body of {} bytes is over the {MAX_BODY_BYTES}-byte limit",
-                b.len()
-            )));
-        }
+        check_bodies(bodies)?;
         let mut ids = Vec::with_capacity(bodies.len());
         for chunk in bodies.chunks(10) {
             let entries = chunk

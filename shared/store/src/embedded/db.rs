@@ -265,12 +265,7 @@ pub(crate) fn sql(what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreEr
     move |e| StoreError::Backend(anyhow::Error::new(e).context(what))
 }
 
-/// Now, in epoch milliseconds.
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub(crate) use crate::retry::now_ms;
 
 #[cfg(test)]
 mod tests {

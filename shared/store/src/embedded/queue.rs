@@ -10,10 +10,8 @@ use super::db::{Database, exec, now_ms, sql};
 use crate::{
     StoreError,
     ports::{DeadLetter, Message, Queue},
+    validate::check_bodies,
 };
-
-/// Largest body accepted, as SQS.
-pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// A named queue inside the embedded database.
 #[derive(Clone)]
@@ -102,21 +100,8 @@ impl SqliteQueue {
 
 #[async_trait]
 impl Queue for SqliteQueue {
-    async fn send(&self, body: &str) -> Result<String, StoreError> {
-        Ok(self
-            .send_batch(&[body.to_owned()])
-            .await?
-            .pop()
-            .unwrap_or_default())
-    }
-
     async fn send_batch(&self, bodies: &[String]) -> Result<Vec<String>, StoreError> {
-        if let Some(b) = bodies.iter().find(|b| b.len() > MAX_BODY_BYTES) {
-            return Err(StoreError::Invalid(format!(
-                "message body of {} bytes is over the {MAX_BODY_BYTES}-byte limit",
-                b.len()
-            )));
-        }
+        check_bodies(bodies)?;
         let queue = self.name.clone();
         let bodies = bodies.to_vec();
         let ids = self

@@ -6,4 +6,4 @@ mod table;
 
 pub use objects::{ObjectMeta, ObjectWriter, Objects};
 pub use queue::{DeadLetter, Message, Queue};
-pub use table::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write};
+pub use table::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write, encode};

@@ -41,7 +41,13 @@ pub trait Queue: Send + Sync + 'static {
     ///
     /// # Errors
     /// MUST return [`StoreError::Invalid`] for a body over 256 KiB.
-    async fn send(&self, body: &str) -> Result<String, StoreError>;
+    async fn send(&self, body: &str) -> Result<String, StoreError> {
+        Ok(self
+            .send_batch(&[body.to_owned()])
+            .await?
+            .pop()
+            .unwrap_or_default())
+    }
 
     /// Sends several messages; returns their ids in order.
     ///

@@ -37,6 +37,37 @@ pub struct Item {
     pub expires_at: Option<u64>,
 }
 
+impl Item {
+    /// The document as `T`, with the version it was read at.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the stored document does not have `T`'s shape.
+    pub fn decode<T: serde::de::DeserializeOwned>(self) -> Result<(T, u64), StoreError> {
+        let value = serde_json::from_value(self.doc).map_err(|e| {
+            StoreError::Backend(
+                anyhow::Error::new(e)
+                    .context(format!("corrupt item {} {}", self.key.pk, self.key.sk)),
+            )
+        })?;
+        Ok((value, self.version))
+    }
+}
+
+/// `value` as a storable document.
+///
+/// # Errors
+/// [`StoreError::Backend`] when `value` does not serialise to JSON.
+pub fn encode<T: serde::Serialize>(value: &T) -> Result<Value, StoreError> {
+    serde_json::to_value(value).map_err(|e| StoreError::Backend(e.into()))
+}
+
+impl Condition {
+    /// `Version(v)` when a version was read, `Absent` when nothing was.
+    pub fn at(version: Option<u64>) -> Self {
+        version.map_or(Self::Absent, Self::Version)
+    }
+}
+
 /// When a write may happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Condition {
