@@ -2,6 +2,7 @@
 
 use std::{net::SocketAddr, time::Duration};
 
+use agentrl_attribution::AttributionState;
 use agentrl_budget::BudgetState;
 use agentrl_http::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, app};
 use agentrl_store::Stores;
@@ -13,9 +14,10 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// The composed application of every function.
 pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Router {
-    let services = vec![agentrl_budget::service(BudgetState::new(
-        stores.table.clone(),
-    ))];
+    let services = vec![
+        agentrl_budget::service(BudgetState::new(stores.table.clone())),
+        agentrl_attribution::service(AttributionState::new(stores.table.clone())),
+    ];
     app(
         services,
         AppOptions {

@@ -1,0 +1,606 @@
+//! Request and response bodies: the wire shapes, separate from the domain types.
+
+use std::collections::{BTreeMap, HashMap};
+
+use agentrl_core::attribution::{DistributionStats, Shaping};
+use agentrl_http::ApiError;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    DEFAULT_BATCH_SIZE, DEFAULT_MAX_PERMUTATIONS, DEFAULT_SEED, DEFAULT_TARGET_ERROR,
+    MAX_AGENT_ID_CHARS, MAX_AGENTS, MAX_BATCH_SIZE, MAX_PERMUTATIONS, MAX_TASK_ID_CHARS,
+};
+
+/// Task ids that would collide with a literal route under `/v1/attributions/`.
+const RESERVED_TASK_IDS: [&str; 2] = ["stats", "sessions"];
+
+/// A strategy by name, with default parameters.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum StrategyName {
+    Linear,
+    Exponential,
+    Sigmoid,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A reward-shaping strategy with its parameters (the form every response uses).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub(crate) enum Strategy {
+    /// Proportional to credit, shifted to a minimum of 0 when any credit is negative.
+    // A struct variant so that unknown fields are refused here too.
+    Linear {},
+    /// Proportional to exp((z − max z)/temperature) of the standardised credits.
+    Exponential {
+        /// τ > 0 (default 1).
+        #[serde(default = "one")]
+        temperature: f64,
+    },
+    /// Proportional to 1/(1 + e^(−steepness·(z − midpoint))).
+    Sigmoid {
+        /// k ≥ 0 (default 1).
+        #[serde(default = "one")]
+        steepness: f64,
+        /// x0 (default 0).
+        #[serde(default)]
+        midpoint: f64,
+    },
+}
+
+impl Strategy {
+    pub(crate) fn name(self) -> StrategyName {
+        match self {
+            Self::Linear {} => StrategyName::Linear,
+            Self::Exponential { .. } => StrategyName::Exponential,
+            Self::Sigmoid { .. } => StrategyName::Sigmoid,
+        }
+    }
+
+    pub(crate) fn shaping(self) -> Shaping {
+        match self {
+            Self::Linear {} => Shaping::Linear,
+            Self::Exponential { temperature } => Shaping::Exponential { temperature },
+            Self::Sigmoid {
+                steepness,
+                midpoint,
+            } => Shaping::Sigmoid {
+                steepness,
+                midpoint,
+            },
+        }
+    }
+}
+
+/// `"linear"`, `"exponential"`, `"sigmoid"`, or an object with `kind` and parameters.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
+#[serde(untagged)]
+pub(crate) enum StrategyBody {
+    Name(StrategyName),
+    Params(Strategy),
+}
+
+impl Default for StrategyBody {
+    fn default() -> Self {
+        Self::Name(StrategyName::Linear)
+    }
+}
+
+impl StrategyBody {
+    /// The strategy with defaults filled in and parameters checked.
+    pub(crate) fn resolve(self) -> Result<Strategy, ApiError> {
+        let s = match self {
+            Self::Name(StrategyName::Linear) => Strategy::Linear {},
+            Self::Name(StrategyName::Exponential) => Strategy::Exponential { temperature: 1.0 },
+            Self::Name(StrategyName::Sigmoid) => Strategy::Sigmoid {
+                steepness: 1.0,
+                midpoint: 0.0,
+            },
+            Self::Params(s) => s,
+        };
+        let bad = |f: &str, d: &str| Err(ApiError::invalid(format!("strategy.{f}"), d));
+        match s {
+            Strategy::Exponential { temperature: t } if !(t.is_finite() && t > 0.0) => {
+                bad("temperature", "must be finite and > 0")
+            }
+            Strategy::Sigmoid { steepness: k, .. } if !(k.is_finite() && k >= 0.0) => {
+                bad("steepness", "must be finite and ≥ 0")
+            }
+            Strategy::Sigmoid { midpoint: m, .. } if !m.is_finite() => {
+                bad("midpoint", "must be finite")
+            }
+            s => Ok(s),
+        }
+    }
+}
+
+/// Which estimator to use.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum MethodBody {
+    /// Exact when the game is a table or has a closed form (always, for this route).
+    #[default]
+    Auto,
+    /// Exact: enumeration of a table, or the closed form.
+    Exact,
+    /// Permutation sampling with error bars.
+    MonteCarlo,
+}
+
+/// How an attribution was computed.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum MethodName {
+    /// Enumeration of every coalition of a table.
+    Exact,
+    /// The closed form of an additive or pairwise game.
+    ClosedForm,
+    /// Permutation sampling.
+    MonteCarlo,
+}
+
+/// A coalition and its value v(S).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CoalitionValueBody {
+    /// Agent ids of the coalition (any order; `[]` is the empty coalition).
+    pub members: Vec<String>,
+    /// v(S), finite.
+    pub value: f64,
+}
+
+/// v(S) = Σ_{i∈S} base_i + Σ_{i<j∈S} synergy_ij.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PairwiseBody {
+    /// Stand-alone value of every agent.
+    pub base: BTreeMap<String, f64>,
+    /// `[agent, agent, weight]` triples; pairs not listed have weight 0.
+    #[serde(default)]
+    #[schema(value_type = Vec<Vec<Object>>)]
+    pub synergy: Vec<(String, String, f64)>,
+}
+
+/// Sampling parameters shared by attributions and sessions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SamplingParams {
+    pub seed: u64,
+    pub target_error: f64,
+    pub max_permutations: u64,
+}
+
+fn sampling_params(
+    seed: Option<u64>,
+    target_error: Option<f64>,
+    max_permutations: Option<u64>,
+    min: u64,
+) -> Result<SamplingParams, ApiError> {
+    let target_error = target_error.unwrap_or(DEFAULT_TARGET_ERROR);
+    if !(target_error.is_finite() && target_error >= 0.0) {
+        return Err(ApiError::invalid("target_error", "must be finite and ≥ 0"));
+    }
+    let max_permutations = max_permutations.unwrap_or(DEFAULT_MAX_PERMUTATIONS);
+    if !(min..=MAX_PERMUTATIONS).contains(&max_permutations) {
+        return Err(ApiError::invalid(
+            "max_permutations",
+            format!("must be between {min} and {MAX_PERMUTATIONS}"),
+        ));
+    }
+    Ok(SamplingParams {
+        seed: seed.unwrap_or(DEFAULT_SEED),
+        target_error,
+        max_permutations,
+    })
+}
+
+/// `POST /v1/attributions`. The game is exactly one of `coalitions`, `contributions` and
+/// `pairwise`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateAttributionBody {
+    /// The caller's task id (1 to 256 characters); re-posting it replaces the attribution.
+    pub task_id: String,
+    /// Agent ids: 1 to 1000, unique, 1 to 128 characters each.
+    pub agents: Vec<String>,
+    /// The reward pool to share (finite, ≥ 0).
+    pub total_reward: f64,
+    /// Reward shaping (default `"linear"`).
+    #[serde(default)]
+    pub strategy: StrategyBody,
+    /// Estimator (default `auto`).
+    #[serde(default)]
+    pub method: MethodBody,
+    /// Seed of the permutation streams (default 0).
+    pub seed: Option<u64>,
+    /// Stopping rule: max se ≤ target_error × max |φ̂| (default 0.01).
+    pub target_error: Option<f64>,
+    /// Cap on sampled permutations (default 10 000, at most 1 000 000).
+    pub max_permutations: Option<u64>,
+    /// Sample permutations with their reverses (default false).
+    #[serde(default)]
+    pub antithetic: bool,
+    /// A full table: one entry per non-empty coalition (n ≤ 20).
+    pub coalitions: Option<Vec<CoalitionValueBody>>,
+    /// An additive game: each agent's own score.
+    pub contributions: Option<BTreeMap<String, f64>>,
+    /// A pairwise game.
+    pub pairwise: Option<PairwiseBody>,
+}
+
+impl CreateAttributionBody {
+    pub(crate) fn sampling(&self) -> Result<SamplingParams, ApiError> {
+        let min = if self.antithetic { 4 } else { 2 };
+        sampling_params(self.seed, self.target_error, self.max_permutations, min)
+    }
+}
+
+/// Checks a task id.
+pub(crate) fn task_id_ok(v: &str) -> Result<(), ApiError> {
+    if v.is_empty() || v.chars().count() > MAX_TASK_ID_CHARS {
+        return Err(ApiError::invalid(
+            "task_id",
+            format!("must be 1 to {MAX_TASK_ID_CHARS} characters"),
+        ));
+    }
+    if RESERVED_TASK_IDS.contains(&v) {
+        return Err(ApiError::invalid(
+            "task_id",
+            format!("{v:?} is reserved (it names a route under /v1/attributions/)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the agent list; returns the index of each id.
+pub(crate) fn agent_index(agents: &[String]) -> Result<HashMap<&str, usize>, ApiError> {
+    if agents.is_empty() || agents.len() > MAX_AGENTS {
+        return Err(ApiError::invalid(
+            "agents",
+            format!("must list 1 to {MAX_AGENTS} agents"),
+        ));
+    }
+    let mut index = HashMap::with_capacity(agents.len());
+    for (i, id) in agents.iter().enumerate() {
+        if id.is_empty() || id.chars().count() > MAX_AGENT_ID_CHARS {
+            return Err(ApiError::invalid(
+                format!("agents[{i}]"),
+                format!("agent ids must be 1 to {MAX_AGENT_ID_CHARS} characters"),
+            ));
+        }
+        if let Some(first) = index.insert(id.as_str(), i) {
+            return Err(ApiError::invalid(
+                format!("agents[{i}]"),
+                format!("duplicate agent id {id:?} (also agents[{first}])"),
+            ));
+        }
+    }
+    Ok(index)
+}
+
+/// Checks the reward pool.
+pub(crate) fn total_reward_ok(v: f64) -> Result<(), ApiError> {
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(ApiError::invalid("total_reward", "must be finite and ≥ 0"));
+    }
+    Ok(())
+}
+
+/// Min, max, mean and Gini coefficient of the shaped rewards.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
+pub(crate) struct RewardStats {
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// 0 for an equal split, up to 1 − 1/n when one agent gets everything.
+    pub gini: f64,
+}
+
+impl From<DistributionStats> for RewardStats {
+    fn from(s: DistributionStats) -> Self {
+        Self {
+            min: s.min,
+            max: s.max,
+            mean: s.mean,
+            gini: s.gini,
+        }
+    }
+}
+
+/// A stored attribution.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AttributionView {
+    pub task_id: String,
+    /// Agent ids in the order given.
+    pub agents: Vec<String>,
+    /// Shapley value (or its estimate) per agent.
+    pub contributions: BTreeMap<String, f64>,
+    /// Standard error per agent (0 when exact).
+    pub std_errors: BTreeMap<String, f64>,
+    pub method: MethodName,
+    /// Permutations sampled (monte_carlo only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permutations: Option<u64>,
+    /// Whether the stopping rule was met before the cap (monte_carlo only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_reached: Option<bool>,
+    /// Σφ − (v(N) − v(∅)): 0 up to rounding.
+    pub efficiency_gap: f64,
+    /// Banzhaf value per agent (exact and closed_form only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub banzhaf: Option<BTreeMap<String, f64>>,
+    /// Conservative 95% half-widths (Hoeffding, from each agent's observed marginal range;
+    /// monte_carlo only). Normal intervals ±1.96·se under-cover on sparse games.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hoeffding_95: Option<BTreeMap<String, f64>>,
+    /// The game is additive: each agent's Shapley value is its own stand-alone score.
+    pub additive: bool,
+    /// A plain-language remark (set for additive games).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The pool shared.
+    pub total_reward: f64,
+    /// Shaped reward per agent; they sum to `total_reward`.
+    pub rewards: BTreeMap<String, f64>,
+    pub strategy: Strategy,
+    pub reward_stats: RewardStats,
+    pub computation_time_ms: u64,
+    pub created_at_ms: u64,
+}
+
+/// `POST /v1/attributions/sessions`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateSessionBody {
+    /// The task the final attribution is stored under.
+    pub task_id: String,
+    /// Agent ids: 1 to 1000, unique.
+    pub agents: Vec<String>,
+    /// The reward pool to share when done (finite, ≥ 0).
+    pub total_reward: f64,
+    /// Reward shaping (default `"linear"`).
+    #[serde(default)]
+    pub strategy: StrategyBody,
+    /// Seed of the permutation streams (default 0).
+    pub seed: Option<u64>,
+    /// Stopping rule (default 0.01).
+    pub target_error: Option<f64>,
+    /// Cap on permutations (default 10 000, at most 1 000 000).
+    pub max_permutations: Option<u64>,
+    /// Coalitions per batch (default 32, at most 1000; a batch always holds one whole
+    /// permutation, so it can be larger for big teams).
+    pub batch_size: Option<usize>,
+}
+
+impl CreateSessionBody {
+    pub(crate) fn sampling(&self) -> Result<(SamplingParams, usize), ApiError> {
+        let params = sampling_params(self.seed, self.target_error, self.max_permutations, 2)?;
+        let batch = self.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
+        if !(1..=MAX_BATCH_SIZE).contains(&batch) {
+            return Err(ApiError::invalid(
+                "batch_size",
+                format!("must be between 1 and {MAX_BATCH_SIZE}"),
+            ));
+        }
+        Ok((params, batch))
+    }
+}
+
+/// `POST /v1/attributions/sessions/{id}/values`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionValuesBody {
+    /// Measured values of proposed coalitions.
+    pub values: Vec<CoalitionValueBody>,
+}
+
+/// A coalition to evaluate.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ProposalView {
+    /// Agent ids, in the order of the session's `agents`.
+    pub coalition: Vec<String>,
+}
+
+/// The estimates of a session so far.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ProgressView {
+    /// Permutations whose marginals are folded in.
+    pub permutations: u64,
+    /// Permutations proposed so far.
+    pub permutations_proposed: u64,
+    /// Coalitions proposed and not yet measured.
+    pub awaiting: usize,
+    /// Whether the stopping rule was met.
+    pub target_reached: bool,
+    /// Whether the session is finished (target reached or cap reached).
+    pub done: bool,
+    /// Estimated Shapley value per agent.
+    pub estimates: BTreeMap<String, f64>,
+    /// Standard errors (null before two permutations are complete).
+    pub std_errors: Option<BTreeMap<String, f64>>,
+}
+
+/// An interactive session.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SessionView {
+    pub session_id: String,
+    pub task_id: String,
+    /// Every coalition still to measure (empty when done).
+    pub proposals: Vec<ProposalView>,
+    pub progress: ProgressView,
+}
+
+/// `POST /v1/contributions`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContributionBody {
+    /// The agent (1 to 128 characters).
+    pub agent_id: String,
+    /// The task (1 to 256 characters).
+    pub task_id: String,
+    /// Quality before, in [0, 1].
+    pub quality_before: f64,
+    /// Quality after, in [0, 1].
+    pub quality_after: f64,
+    /// Effort relative to the expected effort (> 0).
+    pub effort_ratio: f64,
+    /// How much the change matters (≥ 0, default 1).
+    pub impact_multiplier: Option<f64>,
+    /// When, in epoch milliseconds (default now).
+    pub timestamp_ms: Option<u64>,
+}
+
+impl ContributionBody {
+    pub(crate) fn validate(&self) -> Result<(), ApiError> {
+        if self.agent_id.is_empty() || self.agent_id.chars().count() > MAX_AGENT_ID_CHARS {
+            return Err(ApiError::invalid(
+                "agent_id",
+                format!("must be 1 to {MAX_AGENT_ID_CHARS} characters"),
+            ));
+        }
+        if self.task_id.is_empty() || self.task_id.chars().count() > MAX_TASK_ID_CHARS {
+            return Err(ApiError::invalid(
+                "task_id",
+                format!("must be 1 to {MAX_TASK_ID_CHARS} characters"),
+            ));
+        }
+        for (field, v) in [
+            ("quality_before", self.quality_before),
+            ("quality_after", self.quality_after),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(ApiError::invalid(field, "must be between 0 and 1"));
+            }
+        }
+        if !(self.effort_ratio.is_finite() && self.effort_ratio > 0.0) {
+            return Err(ApiError::invalid("effort_ratio", "must be finite and > 0"));
+        }
+        if let Some(m) = self.impact_multiplier
+            && !(m.is_finite() && m >= 0.0)
+        {
+            return Err(ApiError::invalid(
+                "impact_multiplier",
+                "must be finite and ≥ 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A recorded contribution.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
+pub(crate) struct ContributionEntry {
+    /// Unique id of the entry.
+    pub id: String,
+    pub agent_id: String,
+    pub task_id: String,
+    pub quality_before: f64,
+    pub quality_after: f64,
+    pub effort_ratio: f64,
+    pub impact_multiplier: f64,
+    pub timestamp_ms: u64,
+    /// (quality_after − quality_before) × impact_multiplier / max(effort_ratio, 1e-6).
+    pub score: f64,
+}
+
+/// The answer to `POST /v1/contributions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ContributionView {
+    pub score: f64,
+    pub entry: ContributionEntry,
+    /// Oldest entries deleted because the tenant's history was over its cap.
+    pub evicted: u64,
+}
+
+/// One agent in a ranking.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RankView {
+    /// 1-based position.
+    pub rank: usize,
+    pub agent_id: String,
+    /// Sum of the agent's scores in the window.
+    pub score: f64,
+    /// Contributions in the window.
+    pub count: usize,
+    /// Mean score per contribution.
+    pub mean: f64,
+}
+
+/// Reward distribution statistics of one strategy.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StrategyStatsView {
+    pub strategy: StrategyName,
+    /// Attributions in the window with this strategy.
+    pub count: u64,
+    /// Mean number of agents.
+    pub mean_agents: f64,
+    /// Mean Gini coefficient of the rewards.
+    pub mean_gini: f64,
+    /// Largest Gini coefficient.
+    pub max_gini: f64,
+    /// Mean share of the pool paid to the best-paid agent (attributions with a pool > 0).
+    pub mean_max_share: Option<f64>,
+    /// Mean share of the pool paid to the worst-paid agent (attributions with a pool > 0).
+    pub mean_min_share: Option<f64>,
+    /// Sum of the pools.
+    pub total_reward: f64,
+}
+
+/// `GET /v1/attributions/stats`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StatsView {
+    pub from_ms: u64,
+    pub to_ms: u64,
+    /// One entry per strategy asked for (all three by default), also when count is 0.
+    pub strategies: Vec<StrategyStatsView>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategies_accept_names_and_objects() {
+        let parse = |s: &str| serde_json::from_str::<StrategyBody>(s).unwrap().resolve();
+        assert_eq!(parse(r#""linear""#).unwrap(), Strategy::Linear {});
+        assert_eq!(
+            parse(r#""exponential""#).unwrap(),
+            Strategy::Exponential { temperature: 1.0 }
+        );
+        assert_eq!(
+            parse(r#"{"kind":"exponential","temperature":0.5}"#).unwrap(),
+            Strategy::Exponential { temperature: 0.5 }
+        );
+        assert_eq!(
+            parse(r#"{"kind":"sigmoid","steepness":2}"#).unwrap(),
+            Strategy::Sigmoid {
+                steepness: 2.0,
+                midpoint: 0.0
+            }
+        );
+        let e = parse(r#"{"kind":"exponential","temperature":0}"#).unwrap_err();
+        assert_eq!(e.problem().field.as_deref(), Some("strategy.temperature"));
+        assert!(serde_json::from_str::<StrategyBody>(r#""cubic""#).is_err());
+        assert!(serde_json::from_str::<StrategyBody>(r#"{"kind":"linear","x":1}"#).is_err());
+        let out = serde_json::to_value(Strategy::Sigmoid {
+            steepness: 1.0,
+            midpoint: 0.0,
+        })
+        .unwrap();
+        assert_eq!(out["kind"], "sigmoid");
+    }
+
+    #[test]
+    fn agent_lists_are_checked() {
+        let ids = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(agent_index(&ids(&["a", "b"])).unwrap()["b"], 1);
+        let e = agent_index(&ids(&["a", "b", "a"])).unwrap_err().problem();
+        assert_eq!(e.field.as_deref(), Some("agents[2]"));
+        assert!(agent_index(&[]).is_err());
+        assert!(agent_index(&ids(&[""])).is_err());
+        assert!(task_id_ok("stats").is_err() && task_id_ok("t-1").is_ok());
+    }
+}
