@@ -1,6 +1,7 @@
 //! The HTTP API over the local stack, end to end: real sockets, real SQLite files, and the
 //! same routes over DynamoDB on moto.
 
+mod attribution;
 mod budgets;
 mod concurrency;
 mod helpers;

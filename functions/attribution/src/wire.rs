@@ -147,7 +147,9 @@ pub(crate) enum MethodName {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CoalitionValueBody {
-    /// Agent ids of the coalition (any order; `[]` is the empty coalition).
+    /// Agent ids of the coalition (any order; `[]` is the empty coalition). Also accepted as
+    /// `coalition`, the name session proposals use, so a proposal can be answered as is.
+    #[serde(alias = "coalition")]
     pub members: Vec<String>,
     /// v(S), finite.
     pub value: f64,
