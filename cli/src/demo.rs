@@ -1,5 +1,5 @@
 //! `agentrl demo`: the local stack on the embedded store, and a scripted walk through the
-//! budget API that a person can read (every request and answer is printed).
+//! budget and attribution APIs that a person can read (every request and answer is printed).
 
 use std::{net::SocketAddr, path::PathBuf};
 
@@ -154,6 +154,40 @@ async fn walk(c: &Client, key: &str, other: &str) -> anyhow::Result<()> {
         )
         .await?;
     ensure!(s == 200, "complete answered {s}");
+
+    println!("\n  (credit for a three-agent task: the coder and reviewer only score together)");
+    let table = [
+        (vec!["planner"], 0.0),
+        (vec!["coder"], 0.0),
+        (vec!["reviewer"], 0.0),
+        (vec!["planner", "coder"], 0.0),
+        (vec!["planner", "reviewer"], 0.0),
+        (vec!["coder", "reviewer"], 0.8),
+        (vec!["planner", "coder", "reviewer"], 1.0),
+    ];
+    let coalitions: Vec<Value> = table
+        .iter()
+        .map(|(members, value)| json!({"members": members, "value": value}))
+        .collect();
+    let (s, a) = c
+        .call(
+            "POST",
+            "/v1/attributions",
+            key,
+            Some(json!({
+                "task_id": "task-42",
+                "agents": ["planner", "coder", "reviewer"],
+                "total_reward": 100.0,
+                "strategy": "linear",
+                "coalitions": coalitions
+            })),
+        )
+        .await?;
+    let planner = a["contributions"]["planner"].as_f64().unwrap_or(f64::NAN);
+    ensure!(
+        s == 201 && (planner - 0.2 / 3.0).abs() < 1e-9,
+        "attribution: {a}"
+    );
 
     println!("\n  (another tenant cannot see it, and bad input is a 4xx problem:)");
     let (s, _) = c
