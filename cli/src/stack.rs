@@ -24,6 +24,7 @@ pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Route
             auth,
             metrics,
             body_limit: DEFAULT_BODY_LIMIT,
+            idempotency: Some(stores.table.clone()),
         },
     )
 }

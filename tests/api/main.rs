@@ -5,4 +5,5 @@ mod attribution;
 mod budgets;
 mod concurrency;
 mod helpers;
+mod idempotency;
 mod plumbing;

@@ -38,6 +38,7 @@ fn stack_with_cap(cap: u64) -> Stack {
             auth,
             metrics: Metrics::Off,
             body_limit: DEFAULT_BODY_LIMIT,
+            idempotency: None,
         },
     );
     Stack { app, _dir: dir }

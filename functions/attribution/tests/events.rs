@@ -5,12 +5,10 @@
 use std::sync::Arc;
 
 use agentrl_attribution::{AttributionState, service};
-use agentrl_http::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, app};
+use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_store::embedded::{Database, SqliteTable};
 use axum::Router;
-use http_body_util::BodyExt;
 use serde_json::Value;
-use tower::ServiceExt;
 
 /// The session id the fixtures carry (replaced by a real one).
 const FIXTURE_SESSION: &str = "0193b7e2-7c1a-7b3e-9a44-2f1d1c0e5a02";
@@ -40,12 +38,10 @@ fn with_tenant(mut event: Value, tenant: &str) -> Value {
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, String) {
-    let request =
-        lambda_http::request::from_str(&event.to_string()).expect("a valid API Gateway event");
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
+    let (status, body) = agentrl_http::lambda::invoke(app, &event.to_string())
+        .await
+        .unwrap();
+    (status, String::from_utf8(body.to_vec()).unwrap())
 }
 
 async fn call_json(app: &Router, event: &Value) -> (u16, Value) {
@@ -56,14 +52,11 @@ async fn call_json(app: &Router, event: &Value) -> (u16, Value) {
 fn lambda_app(dir: &std::path::Path) -> Router {
     let db = Database::open(&dir.join("agentrl.db")).unwrap();
     let state = AttributionState::new(Arc::new(SqliteTable::new(db)));
-    app(
-        vec![service(state)],
-        AppOptions {
-            auth: Auth::JwtClaim,
-            metrics: Metrics::Off,
-            body_limit: DEFAULT_BODY_LIMIT,
-        },
-    )
+    let options = AppOptions {
+        metrics: Metrics::Off,
+        ..agentrl_http::lambda::options("attribution")
+    };
+    app(vec![service(state)], options)
 }
 
 #[tokio::test]

@@ -5,12 +5,10 @@
 use std::sync::Arc;
 
 use agentrl_budget::{BudgetState, service};
-use agentrl_http::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, app};
+use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_store::embedded::{Database, SqliteTable};
 use axum::Router;
-use http_body_util::BodyExt;
 use serde_json::Value;
-use tower::ServiceExt;
 
 fn fixture(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -40,28 +38,20 @@ fn with_tenant(mut event: Value, tenant: Option<&str>) -> Value {
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
-    let request =
-        lambda_http::request::from_str(&event.to_string()).expect("a valid API Gateway event");
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    let (status, body) = agentrl_http::lambda::invoke(app, &event.to_string())
+        .await
+        .unwrap();
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
 fn lambda_app(dir: &std::path::Path) -> Router {
     let db = Database::open(&dir.join("agentrl.db")).unwrap();
     let state = BudgetState::new(Arc::new(SqliteTable::new(db)));
-    app(
-        vec![service(state)],
-        AppOptions {
-            auth: Auth::JwtClaim,
-            metrics: Metrics::Off,
-            body_limit: DEFAULT_BODY_LIMIT,
-        },
-    )
+    let options = AppOptions {
+        metrics: Metrics::Off,
+        ..agentrl_http::lambda::options("budget")
+    };
+    app(vec![service(state)], options)
 }
 
 #[tokio::test]

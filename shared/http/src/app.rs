@@ -16,7 +16,14 @@ use utoipa::openapi::{
     security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme},
 };
 
-use crate::{ApiError, Auth, Metrics, Problem, auth::authenticate, observe::observe};
+use agentrl_store::ports::Table;
+
+use crate::{
+    ApiError, Auth, Metrics, Problem,
+    auth::authenticate,
+    idempotency::{Idempotency, idempotent},
+    observe::observe,
+};
 
 /// One function's contribution: its routes and their OpenAPI description.
 pub struct Service {
@@ -35,6 +42,8 @@ pub struct AppOptions {
     pub metrics: Metrics,
     /// Largest request body in bytes.
     pub body_limit: usize,
+    /// Where `Idempotency-Key` records live; `None` turns the header off.
+    pub idempotency: Option<Arc<dyn Table>>,
 }
 
 /// The health response.
@@ -107,10 +116,19 @@ pub fn app(services: Vec<Service>, options: AppOptions) -> Router {
     let doc = Arc::new(
         serde_json::to_string(&openapi_document(&services)).unwrap_or_else(|_| "{}".to_owned()),
     );
-    let protected = services
+    let mut protected = services
         .into_iter()
-        .fold(Router::new(), |r, s| r.merge(s.router))
-        .route_layer(middleware::from_fn_with_state(options.auth, authenticate));
+        .fold(Router::new(), |r, s| r.merge(s.router));
+    if let Some(table) = options.idempotency {
+        let state = Idempotency {
+            table,
+            body_limit: options.body_limit,
+        };
+        protected = protected.route_layer(middleware::from_fn_with_state(state, idempotent));
+    }
+    // Added last, so it runs first: idempotency records are per tenant.
+    let protected =
+        protected.route_layer(middleware::from_fn_with_state(options.auth, authenticate));
     Router::new()
         .route("/health", get(health))
         .route("/openapi.json", get(openapi_json))

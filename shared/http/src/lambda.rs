@@ -7,6 +7,9 @@ use agentrl_store::{
     ports::Table,
 };
 use anyhow::Context;
+use axum::{Router, body::Bytes};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
 
 use crate::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, Service, app, telemetry};
 
@@ -29,14 +32,38 @@ pub async fn run_table_service(
     };
     let table: Arc<dyn Table> = Arc::new(DynamoTable::connect(&settings, &table).await);
     let options = AppOptions {
+        idempotency: Some(table.clone()),
+        ..options(name)
+    };
+    lambda_http::run(app(vec![build(table)], options)).await
+}
+
+/// The options a function runs with in Lambda: tenant from the JWT claim, EMF metrics under
+/// the `service` dimension `name`, the default body limit.
+pub fn options(name: &str) -> AppOptions {
+    AppOptions {
         auth: Auth::JwtClaim,
         metrics: Metrics::Emf {
             namespace: "agentrl".into(),
             service: name.into(),
         },
         body_limit: DEFAULT_BODY_LIMIT,
-    };
-    lambda_http::run(app(vec![build(table)], options)).await
+        idempotency: None,
+    }
+}
+
+/// Sends one API Gateway HTTP API (payload v2) event through `app`, decoded by `lambda_http`
+/// exactly as the Lambda runtime does; returns the status and the body. For handler tests
+/// and local invocations of the fixtures in `events/`.
+///
+/// # Errors
+/// When `event` is not an API Gateway event.
+pub async fn invoke(app: &Router, event: &str) -> anyhow::Result<(u16, Bytes)> {
+    let request = lambda_http::request::from_str(event).context("not an API Gateway event")?;
+    let response = app.clone().oneshot(request).await?;
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, body))
 }
 
 fn env(key: &str) -> anyhow::Result<String> {

@@ -8,6 +8,7 @@
 
 mod app;
 mod auth;
+pub mod idempotency;
 mod json;
 pub mod lambda;
 mod observe;
