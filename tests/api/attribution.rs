@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::spawn_aws_stack;
+use crate::helpers::{Stack, spawn_aws_stack};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attributions_sessions_and_rankings_work_on_dynamodb() {
@@ -43,37 +43,10 @@ async fn attributions_sessions_and_rankings_work_on_dynamodb() {
         .await;
     assert_eq!(status, 404, "another tenant's attribution is a 404");
 
-    let resp = s
-        .http
-        .get(format!("{}/v1/attributions?limit=2", s.base))
-        .bearer_auth(&s.key_a)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let next = resp.headers()["x-next-cursor"].to_str().unwrap().to_owned();
-    let first: Vec<Value> = resp
-        .text()
-        .await
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let resp = s
-        .http
-        .get(format!("{}/v1/attributions?limit=2&cursor={next}", s.base))
-        .bearer_auth(&s.key_a)
-        .send()
-        .await
-        .unwrap();
-    assert!(resp.headers().get("x-next-cursor").is_none());
-    let second: Vec<Value> = resp
-        .text()
-        .await
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (first, next) = ndjson_page(&s, "limit=2").await;
+    let next = next.expect("a second page");
+    let (second, last) = ndjson_page(&s, &format!("limit=2&cursor={next}")).await;
+    assert_eq!(last, None);
     let tasks: Vec<&str> = first
         .iter()
         .chain(&second)
@@ -144,4 +117,26 @@ async fn attributions_sessions_and_rankings_work_on_dynamodb() {
         .collect();
     assert_eq!(order, ["x", "y"]);
     s.stop().await;
+}
+
+/// One page of the NDJSON export: its attributions and the next cursor.
+async fn ndjson_page(s: &Stack, query: &str) -> (Vec<Value>, Option<String>) {
+    let resp = s
+        .http
+        .get(format!("{}/v1/attributions?{query}", s.base))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let next = resp
+        .headers()
+        .get("x-next-cursor")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let lines = resp.text().await.unwrap();
+    let page = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (page, next)
 }
