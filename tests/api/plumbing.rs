@@ -29,6 +29,15 @@ async fn health_and_openapi_are_public_and_openapi_lists_every_route() {
         );
     }
     assert!(doc["components"]["schemas"]["Problem"].is_object());
+    let create = &doc["paths"]["/v1/budgets"]["post"]["parameters"];
+    assert!(
+        create
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"),
+        "{create}"
+    );
     s.stop().await;
 }
 

@@ -12,7 +12,8 @@ use axum::{
     routing::get,
 };
 use utoipa::openapi::{
-    OpenApi, OpenApiBuilder,
+    ObjectBuilder, OpenApi, OpenApiBuilder, Required, Type,
+    path::{ParameterBuilder, ParameterIn},
     security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme},
 };
 
@@ -108,7 +109,37 @@ pub fn openapi_document(services: &[Service]) -> OpenApi {
         "bearer",
         Vec::<String>::new(),
     )]);
+    document_idempotency_key(&mut doc);
     doc
+}
+
+/// Declares the `Idempotency-Key` header on every POST and PUT operation, as the
+/// idempotency middleware honours it there.
+fn document_idempotency_key(doc: &mut OpenApi) {
+    let header = ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "Retries with the same key get the first answer back; reused with another \
+             request → 422; while the first is in progress → 409 (1–255 visible ASCII)",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(255)),
+        ))
+        .build();
+    for item in doc.paths.paths.values_mut() {
+        for op in [item.post.as_mut(), item.put.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            op.parameters
+                .get_or_insert_with(Vec::new)
+                .push(header.clone());
+        }
+    }
 }
 
 /// The application: `/health` and `/openapi.json` open, every service route authenticated.
