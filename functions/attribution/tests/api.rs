@@ -220,15 +220,11 @@ async fn monte_carlo_estimates_lie_within_their_error_bars() {
             closed[j] += w / 2.0;
         }
     }
-    let r = s
-        .post(
-            "/v1/attributions",
-            json!({"task_id": "mc", "agents": agents, "total_reward": 100.0,
+    let request = json!({"task_id": "mc", "agents": agents, "total_reward": 100.0,
                    "method": "monte_carlo", "seed": 7, "max_permutations": 5000,
                    "target_error": 0.005,
-                   "pairwise": {"base": base, "synergy": synergy}}),
-        )
-        .await;
+                   "pairwise": {"base": base, "synergy": synergy}});
+    let r = s.post("/v1/attributions", request.clone()).await;
     assert_eq!(r.status, 201, "{}", r.text);
     let doc = r.json();
     assert_eq!(doc["method"], "monte_carlo");
@@ -253,16 +249,7 @@ async fn monte_carlo_estimates_lie_within_their_error_bars() {
     assert_rewards_sum(&doc, 100.0);
 
     // The same request gives the same estimates (fixed default seed semantics).
-    let again = s
-        .post(
-            "/v1/attributions",
-            json!({"task_id": "mc", "agents": agents, "total_reward": 100.0,
-                   "method": "monte_carlo", "seed": 7, "max_permutations": 5000,
-                   "target_error": 0.005,
-                   "pairwise": {"base": base, "synergy": synergy}}),
-        )
-        .await
-        .json();
+    let again = s.post("/v1/attributions", request).await.json();
     assert_eq!(again["contributions"], doc["contributions"]);
 }
 

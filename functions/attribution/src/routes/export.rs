@@ -9,13 +9,8 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::{encode_component, limit, window};
+use super::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit, window};
 use crate::AttributionState;
-
-/// Default page size of the export.
-const DEFAULT_LIMIT: usize = 100;
-/// Largest page size of the export.
-const MAX_LIMIT: usize = 1_000;
 
 /// Query string of the export.
 #[derive(Debug, Deserialize)]

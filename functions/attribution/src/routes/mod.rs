@@ -13,6 +13,11 @@ use agentrl_http::ApiError;
 
 pub(crate) use agentrl_store::retry::{MAX_ATTEMPTS, back_off, now_ms};
 
+/// Page size of listings when the query gives none.
+pub(crate) const DEFAULT_LIMIT: usize = 100;
+/// Largest page size of listings.
+pub(crate) const MAX_LIMIT: usize = 1_000;
+
 /// A non-negative integer query parameter, 400 naming it when malformed.
 pub(crate) fn parse_u64(field: &str, value: Option<&str>) -> Result<Option<u64>, ApiError> {
     value

@@ -1,6 +1,6 @@
 //! `GET /v1/agents/ranking`: agents ranked by their contribution scores over a window.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use agentrl_core::attribution::{Contribution, ContributionTracker, RankBy, Window};
 use agentrl_http::{ApiError, Problem, Tenant};
@@ -10,7 +10,7 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::{limit, now_ms, window};
+use super::{DEFAULT_LIMIT, MAX_LIMIT, limit, now_ms, window};
 use crate::{AttributionState, wire::RankView};
 
 /// Default window: the last 30 days.
@@ -56,11 +56,11 @@ pub(crate) async fn ranking(
         Some("mean") => RankBy::Mean,
         Some(_) => return Err(ApiError::invalid("by", "must be sum or mean")),
     };
-    let limit = limit(params.limit.as_deref(), 100, 1_000)?;
+    let limit = limit(params.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
     let entries = state.repo.contributions(&tenant, (from, to)).await?;
     // Agents are numbered in id order, so the domain's tie-break by index is by id.
-    let ids: BTreeMap<&str, usize> = entries.iter().map(|e| (e.agent_id.as_str(), 0)).collect();
-    let names: Vec<&str> = ids.keys().copied().collect();
+    let ids: BTreeSet<&str> = entries.iter().map(|e| e.agent_id.as_str()).collect();
+    let names: Vec<&str> = ids.into_iter().collect();
     let index: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     let mut tracker =
         ContributionTracker::new(entries.len().max(1)).map_err(|e| ApiError::internal(&e))?;
