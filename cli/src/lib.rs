@@ -2,6 +2,7 @@
 //! local stack in-process.
 
 pub mod demo;
+pub mod diff_score;
 pub mod replay;
 pub mod serve;
 pub mod stack;

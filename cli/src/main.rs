@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use agentrl::{demo, replay, serve};
+use agentrl::{demo, diff_score, replay, serve};
 
 /// agentrl: make AI agents better from their own work.
 #[derive(Parser)]
@@ -27,6 +27,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:0")]
         addr: SocketAddr,
     },
+    /// Score a code change for minimality and reward hacking; prints JSON.
+    DiffScore(diff_score::DiffScoreArgs),
     /// Budget operator commands.
     Budget {
         #[command(subcommand)]
@@ -53,6 +55,7 @@ fn main() -> std::process::ExitCode {
         match args.command {
             Command::Serve(a) => serve::run(a).await,
             Command::Demo { data_dir, addr } => demo::run(data_dir, addr).await,
+            Command::DiffScore(a) => diff_score::run(&a),
             Command::Budget {
                 command: BudgetCommand::Replay(a),
             } => replay::run(&a),

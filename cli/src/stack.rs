@@ -4,7 +4,8 @@ use std::{net::SocketAddr, time::Duration};
 
 use agentrl_attribution::AttributionState;
 use agentrl_budget::BudgetState;
-use agentrl_http::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, app};
+use agentrl_diff_score::DiffState;
+use agentrl_http::{AppOptions, Auth, Metrics, app};
 use agentrl_store::Stores;
 use anyhow::Context;
 use tokio::{net::TcpListener, sync::watch};
@@ -17,13 +18,16 @@ pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Route
     let services = vec![
         agentrl_budget::service(BudgetState::new(stores.table.clone())),
         agentrl_attribution::service(AttributionState::new(stores.table.clone())),
+        agentrl_diff_score::service(DiffState::new(stores.table.clone())),
     ];
     app(
         services,
         AppOptions {
             auth,
             metrics,
-            body_limit: DEFAULT_BODY_LIMIT,
+            // The largest limit of any function: a change's snapshots. The other functions
+            // bound their own fields, so the larger envelope costs them nothing.
+            body_limit: agentrl_diff_score::MAX_BODY_BYTES,
             idempotency: Some(stores.table.clone()),
         },
     )

@@ -14,7 +14,9 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 step() { printf '\n== %s\n' "$*" >&2; }
 
 step "python tools (moto, cfn-lint, sam, oracles)"
-infra/scripts/python-env.sh >/dev/null
+# The oracle tests (apted for tree edit distances, pyarrow/DuckDB readers) run this venv.
+AGENTRL_VENV="$(infra/scripts/python-env.sh | tail -n1)"
+export AGENTRL_VENV
 
 step "moto on 127.0.0.1"
 AGENTRL_MOTO_STATE="$(mktemp -d)"

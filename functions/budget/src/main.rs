@@ -1,9 +1,12 @@
 //! Lambda entry point of the budget function: wiring only.
 
 use agentrl_budget::{BudgetState, service};
+use agentrl_http::DEFAULT_BODY_LIMIT;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    agentrl_http::lambda::run_table_service("budget", |table| service(BudgetState::new(table)))
-        .await
+    agentrl_http::lambda::run_table_service("budget", DEFAULT_BODY_LIMIT, |table| {
+        service(BudgetState::new(table))
+    })
+    .await
 }

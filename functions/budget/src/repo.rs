@@ -4,11 +4,7 @@
 //! one item per applied report (`sk = report#REPORT_ID`); `tenant#config#budgets` holds the
 //! configuration; `tenant#budget-usage#TIER` holds the adaptive history.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::sync::Arc;
 
 use agentrl_core::{
     TenantId,
@@ -18,6 +14,7 @@ use agentrl_store::{
     StoreError,
     keys::partition,
     ports::{Condition, Item, Key, Put, Table, Write, encode},
+    tenant_config::TenantConfig,
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
@@ -33,16 +30,11 @@ pub struct StoredReport {
     pub decision: Decision,
 }
 
-/// How long a tenant's configuration is served from memory. A change made through this
-/// process is seen at once; other processes (Lambda instances) see it within this time,
-/// as with Powertools' parameter caching.
-pub const CONFIG_CACHE_TTL: Duration = Duration::from_secs(1);
-
 /// Typed access to the budget items of the table.
 #[derive(Clone)]
 pub struct BudgetRepo {
     table: Arc<dyn Table>,
-    configs: Arc<Mutex<HashMap<TenantId, (Instant, BudgetConfig)>>>,
+    configs: TenantConfig<BudgetConfig>,
 }
 
 /// A value with the version it was read at (`None` when absent).
@@ -56,22 +48,9 @@ impl BudgetRepo {
     /// A repository over `table`.
     pub fn new(table: Arc<dyn Table>) -> Self {
         Self {
+            configs: TenantConfig::new(table.clone(), "budgets"),
             table,
-            configs: Arc::default(),
         }
-    }
-
-    fn cached_config(&self, t: &TenantId) -> Option<BudgetConfig> {
-        let cache = self.configs.lock().unwrap_or_else(|p| p.into_inner());
-        cache
-            .get(t)
-            .filter(|(at, _)| at.elapsed() < CONFIG_CACHE_TTL)
-            .map(|(_, c)| c.clone())
-    }
-
-    fn cache_config(&self, t: &TenantId, config: &BudgetConfig) {
-        let mut cache = self.configs.lock().unwrap_or_else(|p| p.into_inner());
-        cache.insert(t.clone(), (Instant::now(), config.clone()));
     }
 
     fn budget_key(t: &TenantId, id: &str) -> Key {
@@ -80,10 +59,6 @@ impl BudgetRepo {
 
     fn report_key(t: &TenantId, id: &str, report_id: &str) -> Key {
         Key::new(partition(t, "budget", id), format!("report#{report_id}"))
-    }
-
-    fn config_key(t: &TenantId) -> Key {
-        Key::new(partition(t, "config", "budgets"), "current")
     }
 
     fn usage_key(t: &TenantId, c: Complexity) -> Key {
@@ -96,30 +71,12 @@ impl BudgetRepo {
 
     /// The tenant's configuration, or the defaults.
     pub async fn config(&self, t: &TenantId) -> Result<BudgetConfig, StoreError> {
-        if let Some(config) = self.cached_config(t) {
-            return Ok(config);
-        }
-        let config: BudgetConfig = self
-            .read(&Self::config_key(t))
-            .await?
-            .map(|(c, _)| c)
-            .unwrap_or_default();
-        self.cache_config(t, &config);
-        Ok(config)
+        self.configs.get(t).await
     }
 
     /// Replaces the tenant's configuration.
     pub async fn put_config(&self, t: &TenantId, config: &BudgetConfig) -> Result<(), StoreError> {
-        self.table
-            .put(Put {
-                key: Self::config_key(t),
-                doc: encode(config)?,
-                expires_at: None,
-                condition: Condition::None,
-            })
-            .await?;
-        self.cache_config(t, config);
-        Ok(())
+        self.configs.put(t, config).await
     }
 
     /// The adaptive history of a tier.

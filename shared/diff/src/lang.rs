@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A language with a tree-sitter grammar. Files in any other language get line metrics only.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lang {

@@ -2,6 +2,16 @@
 //! edit distance in the common case), how much scaffolding was added, and whether the change
 //! games the tests. Pure and synchronous: no I/O, no async.
 
+pub mod cache;
+pub mod detect;
 pub mod lang;
+pub mod lines;
 pub mod parse;
+pub mod score;
+pub mod ted;
 pub mod tree;
+pub mod weights;
+
+pub use lang::Lang;
+pub use score::{InputError, Limits, Report, Request, Scorer, Snapshot};
+pub use weights::Weights;

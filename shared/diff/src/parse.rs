@@ -20,7 +20,11 @@ pub enum ParseFailure {
 }
 
 /// Parses `source`; tree-sitter recovers from syntax errors, so the only failure is the deadline.
-pub fn parse(lang: Lang, source: &str, deadline: Instant) -> Result<tree_sitter::Tree, ParseFailure> {
+pub fn parse(
+    lang: Lang,
+    source: &str,
+    deadline: Instant,
+) -> Result<tree_sitter::Tree, ParseFailure> {
     PARSERS.with_borrow_mut(|parsers| {
         let parser = parsers.entry(lang).or_insert_with(|| {
             let mut parser = Parser::new();

@@ -8,7 +8,6 @@
 //! Syntax errors stay in the tree as `ERROR` nodes and are counted.
 
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use crate::lang::Lang;
 
@@ -305,7 +304,10 @@ mod tests {
             (Lang::JavaScript, "/* c */ f();", "f();"),
         ];
         for (lang, with, without) in cases {
-            assert_eq!(normalise(lang, with).to_bracket(), normalise(lang, without).to_bracket());
+            assert_eq!(
+                normalise(lang, with).to_bracket(),
+                normalise(lang, without).to_bracket()
+            );
         }
     }
 
@@ -343,6 +345,13 @@ mod tests {
         let source = "x = [1, 2, 3]\n".repeat(20_000);
         assert!(parse(Lang::Python, &source, Instant::now()).is_err());
         // The parser is usable again afterwards.
-        assert!(parse(Lang::Python, "x = 1\n", Instant::now() + Duration::from_secs(5)).is_ok());
+        assert!(
+            parse(
+                Lang::Python,
+                "x = 1\n",
+                Instant::now() + Duration::from_secs(5)
+            )
+            .is_ok()
+        );
     }
 }

@@ -15,12 +15,14 @@ use crate::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, Service, app, telemet
 
 /// The whole `main` of a function whose routes need the table: logging, configuration from
 /// the environment (`AGENTRL_TABLE`, `AWS_REGION`), the DynamoDB adapter, JWT-claim tenancy,
-/// EMF metrics under the `service` dimension `name`; returns when the runtime stops.
+/// EMF metrics under the `service` dimension `name`, bodies up to `body_limit` bytes; returns
+/// when the runtime stops.
 ///
 /// # Errors
 /// When a variable is missing or the runtime fails.
 pub async fn run_table_service(
     name: &str,
+    body_limit: usize,
     build: impl FnOnce(Arc<dyn Table>) -> Service,
 ) -> Result<(), lambda_http::Error> {
     telemetry::init();
@@ -33,6 +35,7 @@ pub async fn run_table_service(
     let table: Arc<dyn Table> = Arc::new(DynamoTable::connect(&settings, &table).await);
     let options = AppOptions {
         idempotency: Some(table.clone()),
+        body_limit,
         ..options(name)
     };
     lambda_http::run(app(vec![build(table)], options)).await

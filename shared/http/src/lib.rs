@@ -13,6 +13,7 @@ mod json;
 pub mod lambda;
 mod observe;
 mod problem;
+pub mod sqs;
 pub mod telemetry;
 
 pub use app::{AppOptions, Service, app, openapi_document};

@@ -16,6 +16,7 @@ mod objects;
 pub mod ports;
 pub mod retry;
 mod stores;
+pub mod tenant_config;
 mod validate;
 
 pub use error::StoreError;

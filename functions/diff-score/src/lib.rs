@@ -1,0 +1,62 @@
+//! The diff-score service: score an agent's code change for minimality and reward hacking.
+//!
+//! `service()` returns the routes and their OpenAPI document; `main.rs` runs them in Lambda
+//! and `agentrl serve` runs them locally.
+
+mod routes;
+mod wire;
+
+use std::sync::Arc;
+
+use agentrl_diff::{Limits, Scorer, Weights};
+use agentrl_http::Service;
+use agentrl_store::{ports::Table, tenant_config::TenantConfig};
+use axum::{
+    Router,
+    routing::{get, post},
+};
+use utoipa::OpenApi;
+
+/// Largest request body: Lambda's synchronous payload limit, so both snapshots of a change
+/// (each file up to the per-file limit) fit in one call.
+pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+
+/// What the handlers need: the scorer (with its parse cache, shared by every request of the
+/// process) and the tenants' weights.
+#[derive(Clone)]
+pub struct DiffState {
+    scorer: Arc<Scorer>,
+    weights: TenantConfig<Weights>,
+}
+
+impl DiffState {
+    /// State over `table`, with the default limits.
+    pub fn new(table: Arc<dyn Table>) -> Self {
+        Self {
+            scorer: Arc::new(Scorer::new(Limits::default())),
+            weights: TenantConfig::new(table, "diffs"),
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(routes::score::score, routes::config::get_config, routes::config::put_config),
+    tags((name = "diffs", description = "Minimal-diff scoring and reward-hacking detection"))
+)]
+struct DiffApi;
+
+/// The diff-score routes and their OpenAPI document.
+pub fn service(state: DiffState) -> Service {
+    let router = Router::new()
+        .route("/v1/diffs/score", post(routes::score::score))
+        .route(
+            "/v1/config/diffs",
+            get(routes::config::get_config).put(routes::config::put_config),
+        )
+        .with_state(state);
+    Service {
+        router,
+        openapi: DiffApi::openapi(),
+    }
+}

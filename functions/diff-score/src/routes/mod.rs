@@ -1,0 +1,4 @@
+//! One module per operation.
+
+pub(crate) mod config;
+pub(crate) mod score;

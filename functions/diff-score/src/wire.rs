@@ -1,0 +1,28 @@
+//! Request bodies. The report is the domain's own type: it is already the wire shape.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+/// One side of the change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SnapshotBody {
+    /// Path → full content (UTF-8). Files only on one side are added or deleted.
+    pub files: BTreeMap<String, String>,
+}
+
+/// A change to score.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScoreRequest {
+    pub before: SnapshotBody,
+    pub after: SnapshotBody,
+    /// Whether the solution passed its tests; omitted means not known to pass, and the
+    /// multiplier is the floor (`minimality_score` still reports the formula).
+    pub tests_passed: Option<bool>,
+    /// Parse every file as this language (`typescript`, `tsx`, `javascript`, `python`,
+    /// `rust`, `go`, `java`) instead of by extension.
+    pub language: Option<String>,
+}

@@ -1,0 +1,466 @@
+//! Scoring a change: per-file trees, distances and line metrics, the detectors, the multiplier.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cache::{ParseCache, ParsedFile};
+use crate::detect::{self, FileChange, Finding, Flag, Side};
+use crate::lang::Lang;
+use crate::lines::{LineStats, line_stats};
+use crate::parse::parse;
+use crate::ted;
+use crate::tree::Tree;
+use crate::weights::{Measures, Weights};
+
+/// The explicit limits of one analysis. Past a size, node or time limit a file falls back to
+/// line metrics (or an upper-bound distance, `exact: false`); only the file count is an error.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Files in the union of both snapshots.
+    pub max_files: usize,
+    /// Larger files get line metrics only.
+    pub max_file_bytes: usize,
+    /// Trees with more normalised nodes get line metrics only.
+    pub max_nodes: usize,
+    /// Wall-clock budget of one analysis (parsing, distances, detectors).
+    pub deadline: Duration,
+    /// Zhang–Shasha cells one changed region may use before its fallback.
+    pub region_work: u64,
+    /// Zhang–Shasha cells per file.
+    pub total_work: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_files: 500,
+            max_file_bytes: 1024 * 1024,
+            max_nodes: 250_000,
+            deadline: Duration::from_secs(2),
+            region_work: 4_000_000,
+            total_work: 40_000_000,
+        }
+    }
+}
+
+/// Input the analysis refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("{count} files exceed the limit of {limit} per analysis")]
+    TooManyFiles { count: usize, limit: usize },
+    #[error("file path {path:?}: {reason}")]
+    BadPath { path: String, reason: &'static str },
+}
+
+/// A set of files: path → content.
+pub type Snapshot = BTreeMap<String, String>;
+
+/// What the caller says about the change.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// Parse every file as this language instead of guessing from its extension.
+    pub lang: Option<Lang>,
+    /// Whether the solution passed its tests; without it the multiplier is the floor.
+    pub tests_passed: bool,
+    pub weights: Weights,
+}
+
+/// How a file differs between the snapshots.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Added,
+    Deleted,
+    Modified,
+    Unchanged,
+}
+
+/// Syntax-tree measures of one file.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AstStats {
+    pub tree_edit_distance: u64,
+    pub nodes_before: u64,
+    pub nodes_after: u64,
+    pub ast_similarity: f64,
+    pub exact: bool,
+    /// ERROR and MISSING nodes: code that does not parse is still scored.
+    pub errors_before: u32,
+    pub errors_after: u32,
+}
+
+/// One file of the result.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileReport {
+    pub path: String,
+    pub status: Status,
+    pub language: Option<Lang>,
+    /// `None` for files scored by line metrics only; `note` says why.
+    pub ast: Option<AstStats>,
+    pub note: Option<String>,
+    pub lines_added: usize,
+    pub lines_removed: usize,
+    pub lines_changed: usize,
+    pub lines_before: usize,
+    pub lines_after: usize,
+}
+
+/// Whether `ast_similarity` came from syntax trees or, with none available, from lines.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    Ast,
+    Lines,
+}
+
+/// The score of a change.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub ast_similarity: f64,
+    pub similarity_basis: Basis,
+    pub tree_edit_distance: u64,
+    pub nodes_before: u64,
+    pub nodes_after: u64,
+    pub exact: bool,
+    pub files_touched: usize,
+    pub line_change_ratio: f64,
+    pub scaffolding_penalty: f64,
+    pub scaffolding: Vec<Finding>,
+    pub flags: Vec<Flag>,
+    pub tests_passed: bool,
+    /// The formula before the correctness and hard-flag gates.
+    pub minimality_score: f64,
+    pub reward_multiplier: f64,
+    pub files: Vec<FileReport>,
+}
+
+/// A file's parses before and after, where it has them.
+type Sides = (Option<Arc<ParsedFile>>, Option<Arc<ParsedFile>>);
+
+/// Scores changes; holds the parse cache, so keep one per process.
+#[derive(Debug)]
+pub struct Scorer {
+    limits: Limits,
+    cache: ParseCache,
+}
+
+/// Why a file has no tree.
+enum NoTree {
+    TooLarge,
+    TooManyNodes,
+    Deadline,
+}
+
+impl NoTree {
+    fn note(&self, limits: &Limits) -> String {
+        match self {
+            NoTree::TooLarge => format!(
+                "larger than the {} byte per-file limit",
+                limits.max_file_bytes
+            ),
+            NoTree::TooManyNodes => format!("more than {} syntax nodes", limits.max_nodes),
+            NoTree::Deadline => "the analysis deadline passed before this file was parsed".into(),
+        }
+    }
+}
+
+impl Scorer {
+    pub fn new(limits: Limits) -> Self {
+        // Room for a few of the largest trees allowed, or a few hundred typical ones.
+        let cache = ParseCache::new(256, 4 * limits.max_nodes);
+        Self { limits, cache }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Parses and normalises `source` (or returns the cached parse of the same content).
+    fn parsed(
+        &self,
+        lang: Lang,
+        source: &str,
+        deadline: Instant,
+    ) -> Result<Arc<ParsedFile>, NoTree> {
+        if source.len() > self.limits.max_file_bytes {
+            return Err(NoTree::TooLarge);
+        }
+        let key = ParseCache::key(lang, source);
+        if let Some(hit) = self.cache.get(&key) {
+            return Ok(hit);
+        }
+        let syntax = parse(lang, source, deadline).map_err(|_| NoTree::Deadline)?;
+        let tree = Tree::from_syntax(lang, &syntax, source, self.limits.max_nodes)
+            .map_err(|_| NoTree::TooManyNodes)?;
+        let facts = detect::facts(lang, "", &syntax, source);
+        let file = Arc::new(ParsedFile { tree, facts });
+        self.cache.insert(key, file.clone());
+        Ok(file)
+    }
+
+    /// The normalised tree of `source`, as the distance sees it (for `--emit-trees`).
+    pub fn tree(&self, lang: Lang, source: &str) -> Option<Arc<ParsedFile>> {
+        self.parsed(lang, source, Instant::now() + self.limits.deadline)
+            .ok()
+    }
+
+    /// Scores the change from `before` to `after`.
+    ///
+    /// # Errors
+    /// More files than [`Limits::max_files`], or an unusable path.
+    pub fn score(
+        &self,
+        before: &Snapshot,
+        after: &Snapshot,
+        request: &Request,
+    ) -> Result<Report, InputError> {
+        let deadline = Instant::now() + self.limits.deadline;
+        let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        if paths.len() > self.limits.max_files {
+            return Err(InputError::TooManyFiles {
+                count: paths.len(),
+                limit: self.limits.max_files,
+            });
+        }
+        for path in &paths {
+            check_path(path)?;
+        }
+
+        let mut files = Vec::with_capacity(paths.len());
+        let mut parsed: Vec<Sides> = Vec::with_capacity(paths.len());
+        for path in &paths {
+            let (report, sides) =
+                self.file(path, before.get(*path), after.get(*path), request, deadline);
+            files.push(report);
+            parsed.push(sides);
+        }
+
+        let changes: Vec<FileChange<'_>> = paths
+            .iter()
+            .zip(&parsed)
+            .map(|(path, (fb, fa))| FileChange {
+                path,
+                before: before.get(*path).map(|text| Side {
+                    text,
+                    facts: fb.as_deref().map(|f| &f.facts),
+                }),
+                after: after.get(*path).map(|text| Side {
+                    text,
+                    facts: fa.as_deref().map(|f| &f.facts),
+                }),
+            })
+            .collect();
+        let findings = detect::detect(&changes);
+        Ok(self.assemble(files, findings, request))
+    }
+
+    /// One file's report, and its parses (for the detectors).
+    fn file(
+        &self,
+        path: &str,
+        old: Option<&String>,
+        new: Option<&String>,
+        request: &Request,
+        deadline: Instant,
+    ) -> (FileReport, Sides) {
+        let status = match (old, new) {
+            (None, _) => Status::Added,
+            (_, None) => Status::Deleted,
+            (Some(a), Some(b)) if a == b => Status::Unchanged,
+            _ => Status::Modified,
+        };
+        let lang = request.lang.or_else(|| Lang::from_path(path));
+        // Unchanged files cost nothing to the score; only test files among them are
+        // parsed, for the literals the special-casing detector compares against.
+        let wanted = status != Status::Unchanged || detect::is_test_path(path);
+        let (mut tree_before, mut tree_after, mut no_tree) = (None, None, None);
+        if let (Some(lang), true) = (lang, wanted) {
+            for (side, text) in [(&mut tree_before, old), (&mut tree_after, new)] {
+                if let Some(text) = text {
+                    match self.parsed(lang, text, deadline) {
+                        Ok(file) => *side = Some(file),
+                        Err(why) => no_tree = Some(why),
+                    }
+                }
+            }
+        }
+        let lines = match status {
+            Status::Unchanged => {
+                let n = old.map_or(0, |text| text.lines().count());
+                LineStats {
+                    before: n,
+                    after: n,
+                    ..LineStats::default()
+                }
+            }
+            _ => line_stats(
+                old.map_or("", String::as_str),
+                new.map_or("", String::as_str),
+                deadline,
+            ),
+        };
+        let ast = match (&no_tree, lang, status) {
+            (None, Some(_), Status::Added | Status::Deleted | Status::Modified) => {
+                Some(self.ast_stats(
+                    tree_before.as_deref().map(|f| &f.tree),
+                    tree_after.as_deref().map(|f| &f.tree),
+                    deadline,
+                ))
+            }
+            _ => None,
+        };
+        let note = match (lang, &no_tree, status) {
+            (_, _, Status::Unchanged) => None,
+            (None, _, _) => {
+                Some("no grammar for this file type: scored by line metrics only".into())
+            }
+            (Some(_), Some(why), _) => Some(format!(
+                "{}: scored by line metrics only",
+                why.note(&self.limits)
+            )),
+            (Some(_), None, _) => None,
+        };
+        let report = FileReport {
+            path: path.to_owned(),
+            status,
+            language: lang,
+            ast,
+            note,
+            lines_added: lines.added,
+            lines_removed: lines.removed,
+            lines_changed: lines.changed,
+            lines_before: lines.before,
+            lines_after: lines.after,
+        };
+        (report, (tree_before, tree_after))
+    }
+
+    fn ast_stats(
+        &self,
+        before: Option<&Tree>,
+        after: Option<&Tree>,
+        deadline: Instant,
+    ) -> AstStats {
+        let nodes = |t: Option<&Tree>| t.map_or(0, |t| t.len() as u64);
+        let errors = |t: Option<&Tree>| t.map_or(0, Tree::errors);
+        let distance = match (before, after) {
+            (Some(a), Some(b)) => ted::distance(
+                a,
+                b,
+                &ted::Limits {
+                    region_work: self.limits.region_work,
+                    total_work: self.limits.total_work,
+                    deadline,
+                },
+            ),
+            // A whole file added or deleted is exactly that many inserts or deletes.
+            (a, b) => ted::Distance {
+                value: nodes(a) + nodes(b),
+                exact: true,
+            },
+        };
+        let (nb, na) = (nodes(before), nodes(after));
+        AstStats {
+            tree_edit_distance: distance.value,
+            nodes_before: nb,
+            nodes_after: na,
+            ast_similarity: similarity(distance.value, nb + na),
+            exact: distance.exact,
+            errors_before: errors(before),
+            errors_after: errors(after),
+        }
+    }
+
+    fn assemble(
+        &self,
+        files: Vec<FileReport>,
+        findings: detect::Findings,
+        request: &Request,
+    ) -> Report {
+        let touched: Vec<&FileReport> = files
+            .iter()
+            .filter(|f| f.status != Status::Unchanged)
+            .collect();
+        let with_ast: Vec<&AstStats> = touched.iter().filter_map(|f| f.ast.as_ref()).collect();
+        let ted: u64 = with_ast.iter().map(|a| a.tree_edit_distance).sum();
+        let nodes_before: u64 = with_ast.iter().map(|a| a.nodes_before).sum();
+        let nodes_after: u64 = with_ast.iter().map(|a| a.nodes_after).sum();
+        let changed: usize = touched.iter().map(|f| f.lines_changed).sum();
+        let total: usize = touched
+            .iter()
+            .map(|f| f.lines_before.max(f.lines_after))
+            .sum();
+        let line_change_ratio = if total == 0 {
+            0.0
+        } else {
+            changed as f64 / total as f64
+        };
+        let (ast_similarity, similarity_basis) = if with_ast.is_empty() {
+            (1.0 - line_change_ratio, Basis::Lines)
+        } else {
+            (similarity(ted, nodes_before + nodes_after), Basis::Ast)
+        };
+        let scaffolding_penalty = detect::scaffolding_penalty(&findings.scaffolding);
+        let measures = Measures {
+            similarity: ast_similarity,
+            files_touched: touched.len(),
+            line_change_ratio,
+            scaffolding_penalty,
+        };
+        let kinds: Vec<_> = findings.flags.iter().map(|f| f.kind).collect();
+        Report {
+            ast_similarity,
+            similarity_basis,
+            tree_edit_distance: ted,
+            nodes_before,
+            nodes_after,
+            exact: with_ast.iter().all(|a| a.exact),
+            files_touched: touched.len(),
+            line_change_ratio,
+            scaffolding_penalty,
+            scaffolding: findings.scaffolding,
+            flags: findings.flags,
+            tests_passed: request.tests_passed,
+            minimality_score: request.weights.minimality(&measures),
+            reward_multiplier: request
+                .weights
+                .multiplier(&measures, request.tests_passed, &kinds),
+            files,
+        }
+    }
+}
+
+/// `1 − distance / nodes`; two empty trees are identical.
+fn similarity(distance: u64, nodes: u64) -> f64 {
+    if nodes == 0 {
+        1.0
+    } else {
+        1.0 - distance as f64 / nodes as f64
+    }
+}
+
+fn check_path(path: &str) -> Result<(), InputError> {
+    let bad = |reason| {
+        Err(InputError::BadPath {
+            path: path.chars().take(200).collect(),
+            reason,
+        })
+    };
+    if path.is_empty() {
+        return bad("must not be empty");
+    }
+    if path.len() > 1024 {
+        return bad("must be at most 1024 bytes");
+    }
+    if path.contains('\0') {
+        return bad("must not contain NUL");
+    }
+    Ok(())
+}

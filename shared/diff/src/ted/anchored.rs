@@ -1,0 +1,425 @@
+//! An upper bound for trees too large for one Zhang–Shasha run: build a valid edit mapping top
+//! down. Matched nodes align their children on subtree hashes; identical children cost nothing,
+//! and each gap between them is solved exactly when it fits the budget, else split further:
+//! roots paired by position or by label, their children aligned again. A large gap that fits
+//! the budget is split first anyway, and solved exactly afterwards only if a lower bound shows
+//! the split missed the optimum, so the result is the same as solving it at once.
+//! Every step maps roots to roots in order inside already matched parents, so the pieces
+//! compose into one valid mapping and the summed cost never undercuts the true distance.
+
+use std::time::Instant;
+
+use similar::{Algorithm, DiffOp, capture_diff_slices_deadline};
+
+use super::Limits;
+use super::bounds;
+use super::zhang_shasha::{Forest, ZhangShasha};
+
+/// How often (in tasks) the deadline is read: a clock read costs more than a small task.
+const DEADLINE_STRIDE: u32 = 64;
+
+/// Gaps that would take more than this fraction of `region_work` are split first, and solved
+/// exactly only when a lower bound shows the split was not optimal. Most edits are local, so the
+/// split usually finds the same cost far sooner.
+const DEFER: u64 = 64;
+
+/// One tree: labels in the shared id space, subtree sizes, and subtree hashes.
+#[derive(Debug)]
+pub(super) struct Side<'a> {
+    labels: &'a [u32],
+    sizes: &'a [u32],
+    hashes: Vec<u64>,
+}
+
+impl<'a> Side<'a> {
+    pub fn new(labels: &'a [u32], sizes: &'a [u32]) -> Side<'a> {
+        let mut hashes = vec![0; labels.len()];
+        // Finished subtrees not yet claimed by a parent, in ascending postorder.
+        let mut frontier: Vec<usize> = Vec::new();
+        for i in 0..labels.len() {
+            let first = frontier.partition_point(|&r| r < left(sizes, i));
+            let mut hash = (u64::from(labels[i]) + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+            for &child in &frontier[first..] {
+                hash = (hash.rotate_left(23) ^ hashes[child]).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            }
+            frontier.truncate(first);
+            frontier.push(i);
+            hashes[i] = finish(hash ^ (u64::from(sizes[i]) << 32));
+        }
+        Side {
+            labels,
+            sizes,
+            hashes,
+        }
+    }
+
+    fn left(&self, node: usize) -> usize {
+        left(self.sizes, node)
+    }
+
+    fn forest(&self, span: Span) -> Forest<'a> {
+        let range = span.start as usize..span.end as usize;
+        Forest {
+            labels: &self.labels[range.clone()],
+            sizes: &self.sizes[range],
+        }
+    }
+
+    /// The roots of a forest, left to right.
+    fn roots(&self, span: Span, out: &mut Vec<usize>) {
+        out.clear();
+        let mut next = span.end as usize;
+        while next > span.start as usize {
+            out.push(next - 1);
+            next = self.left(next - 1);
+        }
+        out.reverse();
+    }
+
+    fn children(&self, node: usize) -> Span {
+        Span {
+            start: self.left(node) as u32,
+            end: node as u32,
+        }
+    }
+
+    /// The forest made of consecutive roots (indices into `roots`) `from..to`.
+    fn span_of(&self, roots: &[usize], from: usize, to: usize) -> Span {
+        if from == to {
+            return Span { start: 0, end: 0 };
+        }
+        Span {
+            start: self.left(roots[from]) as u32,
+            end: roots[to - 1] as u32 + 1,
+        }
+    }
+
+    /// Whether subtree `x` here equals subtree `y` of `other`; the hash alone may collide.
+    fn same_subtree(&self, x: usize, other: &Side<'_>, y: usize) -> bool {
+        if self.hashes[x] != other.hashes[y] || self.sizes[x] != other.sizes[y] {
+            return false;
+        }
+        let (lx, ly) = (self.left(x), other.left(y));
+        self.labels[lx..=x] == other.labels[ly..=y] && self.sizes[lx..=x] == other.sizes[ly..=y]
+    }
+}
+
+fn left(sizes: &[u32], node: usize) -> usize {
+    node + 1 - sizes[node] as usize
+}
+
+/// The splitmix64 finaliser: spreads the bits so sibling sequences hash apart.
+fn finish(mut h: u64) -> u64 {
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^ (h >> 31)
+}
+
+/// A forest as a half-open postorder range.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn len(self) -> u64 {
+        u64::from(self.end - self.start)
+    }
+
+    fn is_empty(self) -> bool {
+        self.start == self.end
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Task {
+    /// Children of a matched pair: anchor identical subtrees, the rest become gaps.
+    Align(Span, Span),
+    /// Two non-empty forests with no anchors between them.
+    Gap(Span, Span),
+    /// Runs once every task a gap split into is done (the stack is LIFO): the gap's forests and
+    /// the total cost before it. Replaces the split's cost with the exact one unless a lower
+    /// bound shows the split already optimal.
+    Settle(Span, Span, u64),
+}
+
+/// What [`Engine::try_exact`] did with a gap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exact {
+    Solved,
+    /// Within budget, but splitting first is likely much cheaper and can be checked.
+    Deferred,
+    OverBudget,
+}
+
+/// Builds a valid mapping between two non-empty trees.
+pub(super) struct Engine<'s, 'a> {
+    a: &'s Side<'a>,
+    b: &'s Side<'a>,
+    limits: &'s Limits,
+    zs: ZhangShasha,
+    /// Zhang–Shasha cells used so far, against `limits.total_work`.
+    zs_spent: u64,
+    timed_out: bool,
+    tasks: Vec<Task>,
+    roots_a: Vec<usize>,
+    roots_b: Vec<usize>,
+    keys_a: Vec<u64>,
+    keys_b: Vec<u64>,
+    cost: u64,
+    exact: bool,
+}
+
+impl<'s, 'a> Engine<'s, 'a> {
+    pub fn new(a: &'s Side<'a>, b: &'s Side<'a>, limits: &'s Limits) -> Engine<'s, 'a> {
+        Engine {
+            a,
+            b,
+            limits,
+            zs: ZhangShasha::default(),
+            zs_spent: 0,
+            timed_out: false,
+            tasks: Vec::new(),
+            roots_a: Vec::new(),
+            roots_b: Vec::new(),
+            keys_a: Vec::new(),
+            keys_b: Vec::new(),
+            cost: 0,
+            exact: false,
+        }
+    }
+
+    /// The cost of a valid mapping, and whether it is proven to be the exact distance (the
+    /// whole pair was solved by Zhang–Shasha or certified by a lower bound).
+    pub fn decompose(&mut self) -> (u64, bool) {
+        let whole_a = Span {
+            start: 0,
+            end: self.a.labels.len() as u32,
+        };
+        let whole_b = Span {
+            start: 0,
+            end: self.b.labels.len() as u32,
+        };
+        self.tasks.push(Task::Gap(whole_a, whole_b));
+        self.run();
+        (self.cost, self.exact)
+    }
+
+    fn run(&mut self) {
+        let mut count = 0u32;
+        while let Some(task) = self.tasks.pop() {
+            count = count.wrapping_add(1);
+            if count.is_multiple_of(DEADLINE_STRIDE) && !self.timed_out {
+                self.timed_out = Instant::now() >= self.limits.deadline;
+            }
+            match task {
+                // Out of time: deleting one side and inserting the other is always valid, and
+                // a split's cost stands as it is.
+                Task::Align(a, b) | Task::Gap(a, b) if self.timed_out => {
+                    self.cost += a.len() + b.len();
+                }
+                Task::Settle(..) if self.timed_out => {}
+                Task::Align(a, b) => self.align(a, b),
+                Task::Gap(a, b) => self.gap(a, b),
+                Task::Settle(a, b, before) => self.settle(a, b, before),
+            }
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        Some(self.limits.deadline)
+    }
+
+    /// A gap's forests, or its cost right away when one side is empty.
+    fn push_gap(&mut self, a: Span, b: Span) {
+        if a.is_empty() || b.is_empty() {
+            self.cost += a.len() + b.len();
+        } else {
+            self.tasks.push(Task::Gap(a, b));
+        }
+    }
+
+    fn align(&mut self, a: Span, b: Span) {
+        let (mut ra, mut rb) = (
+            std::mem::take(&mut self.roots_a),
+            std::mem::take(&mut self.roots_b),
+        );
+        self.a.roots(a, &mut ra);
+        self.b.roots(b, &mut rb);
+        let same = |x: usize, y: usize| self.a.same_subtree(ra[x], self.b, rb[y]);
+        let (mut lo_a, mut lo_b, mut hi_a, mut hi_b) = (0, 0, ra.len(), rb.len());
+        while lo_a < hi_a && lo_b < hi_b && same(lo_a, lo_b) {
+            lo_a += 1;
+            lo_b += 1;
+        }
+        while lo_a < hi_a && lo_b < hi_b && same(hi_a - 1, hi_b - 1) {
+            hi_a -= 1;
+            hi_b -= 1;
+        }
+        let (mut gap_a, mut gap_b) = (lo_a, lo_b);
+        // One root or none per side leaves nothing to anchor: skip the sequence diff.
+        if hi_a - lo_a > 1 || hi_b - lo_b > 1 {
+            self.keys_a.clear();
+            self.keys_a
+                .extend(ra[lo_a..hi_a].iter().map(|&r| self.a.hashes[r]));
+            self.keys_b.clear();
+            self.keys_b
+                .extend(rb[lo_b..hi_b].iter().map(|&r| self.b.hashes[r]));
+            let ops = capture_diff_slices_deadline(
+                Algorithm::Myers,
+                &self.keys_a,
+                &self.keys_b,
+                self.deadline(),
+            );
+            for op in ops {
+                if let DiffOp::Equal {
+                    old_index,
+                    new_index,
+                    len,
+                } = op
+                {
+                    for t in 0..len {
+                        let (x, y) = (lo_a + old_index + t, lo_b + new_index + t);
+                        // A hash collision is no anchor: the pair stays inside the gap.
+                        if self.a.same_subtree(ra[x], self.b, rb[y]) {
+                            let gap =
+                                (self.a.span_of(&ra, gap_a, x), self.b.span_of(&rb, gap_b, y));
+                            self.push_gap(gap.0, gap.1);
+                            (gap_a, gap_b) = (x + 1, y + 1);
+                        }
+                    }
+                }
+            }
+        }
+        let gap = (
+            self.a.span_of(&ra, gap_a, hi_a),
+            self.b.span_of(&rb, gap_b, hi_b),
+        );
+        self.push_gap(gap.0, gap.1);
+        (self.roots_a, self.roots_b) = (ra, rb);
+    }
+
+    fn gap(&mut self, a: Span, b: Span) {
+        match self.try_exact(a, b, DEFER) {
+            Exact::Solved => {
+                self.exact |= self.is_whole(a, b);
+                return;
+            }
+            Exact::Deferred => self.tasks.push(Task::Settle(a, b, self.cost)),
+            Exact::OverBudget => {}
+        }
+        let (mut ra, mut rb) = (
+            std::mem::take(&mut self.roots_a),
+            std::mem::take(&mut self.roots_b),
+        );
+        self.a.roots(a, &mut ra);
+        self.b.roots(b, &mut rb);
+        if ra.len() == rb.len() {
+            self.pair(&ra, &rb);
+        } else {
+            self.pair_by_label(&ra, &rb);
+        }
+        (self.roots_a, self.roots_b) = (ra, rb);
+    }
+
+    fn settle(&mut self, a: Span, b: Span, before: u64) {
+        let split = self.cost - before;
+        let (fa, fb) = (self.a.forest(a), self.b.forest(b));
+        let lower = bounds::lower_bound(fa, fb, split, self.limits.deadline);
+        let exact = lower == split || {
+            let cost = self.cost;
+            self.cost = before;
+            let solved = self.try_exact(a, b, 1) == Exact::Solved;
+            if !solved {
+                // The budget ran out meanwhile: the split stands.
+                self.cost = cost;
+            }
+            solved
+        };
+        self.exact |= exact && self.is_whole(a, b);
+    }
+
+    fn is_whole(&self, a: Span, b: Span) -> bool {
+        a.len() == self.a.labels.len() as u64 && b.len() == self.b.labels.len() as u64
+    }
+
+    /// Maps roots to roots in order and descends into their children.
+    fn pair(&mut self, ra: &[usize], rb: &[usize]) {
+        for (&x, &y) in ra.iter().zip(rb) {
+            self.cost += u64::from(self.a.labels[x] != self.b.labels[y]);
+            self.tasks
+                .push(Task::Align(self.a.children(x), self.b.children(y)));
+        }
+    }
+
+    /// Maps the longest in-order run of equal-labelled roots; the roots between two mapped
+    /// pairs form smaller gaps.
+    fn pair_by_label(&mut self, ra: &[usize], rb: &[usize]) {
+        self.keys_a.clear();
+        self.keys_a
+            .extend(ra.iter().map(|&r| u64::from(self.a.labels[r])));
+        self.keys_b.clear();
+        self.keys_b
+            .extend(rb.iter().map(|&r| u64::from(self.b.labels[r])));
+        let ops = capture_diff_slices_deadline(
+            Algorithm::Myers,
+            &self.keys_a,
+            &self.keys_b,
+            self.deadline(),
+        );
+        for op in ops {
+            let (old, new) = (op.old_range(), op.new_range());
+            match op {
+                DiffOp::Equal { .. } => self.pair(&ra[old], &rb[new]),
+                _ if old.len() == ra.len() && new.len() == rb.len() => {
+                    // No label in common: pair from the left, which never costs more than
+                    // deleting and inserting whole subtrees.
+                    let common = old.len().min(new.len());
+                    self.pair(&ra[..common], &rb[..common]);
+                    let rest = (
+                        self.a.span_of(ra, common, ra.len()),
+                        self.b.span_of(rb, common, rb.len()),
+                    );
+                    self.cost += rest.0.len() + rest.1.len();
+                }
+                _ => self.push_gap(
+                    self.a.span_of(ra, old.start, old.end),
+                    self.b.span_of(rb, new.start, new.end),
+                ),
+            }
+        }
+    }
+
+    /// Runs Zhang–Shasha on the pair when it fits the region and the remaining total budget,
+    /// adding the exact cost; defers instead when it would take more than `1 / defer` of the
+    /// region.
+    fn try_exact(&mut self, a: Span, b: Span, defer: u64) -> Exact {
+        let budget = self
+            .limits
+            .region_work
+            .min(self.limits.total_work.saturating_sub(self.zs_spent));
+        // Table values must fit u32; work is at least the node count, so sizes reject early.
+        if a.len() + b.len() >= u64::from(u32::MAX) || a.len().saturating_mul(b.len()) > budget {
+            return Exact::OverBudget;
+        }
+        let (fa, fb) = (self.a.forest(a), self.b.forest(b));
+        let cap_a = budget / b.len();
+        let work_a = self.zs.work(fa.sizes, cap_a);
+        if work_a > cap_a {
+            return Exact::OverBudget;
+        }
+        let cap_b = budget / work_a;
+        let work_b = self.zs.work(fb.sizes, cap_b);
+        if work_b > cap_b {
+            return Exact::OverBudget;
+        }
+        let cells = work_a * work_b;
+        if cells > self.limits.region_work / defer {
+            return Exact::Deferred;
+        }
+        self.zs_spent += cells;
+        self.cost += self.zs.distance(fa, fb);
+        Exact::Solved
+    }
+}

@@ -1,0 +1,80 @@
+//! Unit-cost tree edit distance (insert, delete, relabel each cost 1) between normalised trees.
+//!
+//! Pairs within the region budget are solved exactly by Zhang–Shasha. Larger pairs get an
+//! anchored decomposition: identical subtrees are matched top down by hash, and only the gaps
+//! between them are solved exactly, within a work budget. That yields a valid edit mapping,
+//! hence an upper bound; it is reported exact when a lower bound (string edit distance of the
+//! postorder or preorder label sequences) meets it.
+
+mod anchored;
+mod bounds;
+mod zhang_shasha;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::{Duration, Instant};
+
+use crate::tree::Tree;
+use zhang_shasha::Forest;
+
+/// Budgets, in Zhang–Shasha table cells (`work(a) * work(b)` per region).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest single region solved exactly; bigger regions are split further instead.
+    pub region_work: u64,
+    /// All exact regions together; past it, remaining gaps are split without exact runs.
+    pub total_work: u64,
+    /// Checked between steps; past it, whatever is left is deleted and inserted wholesale.
+    pub deadline: Instant,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            region_work: 4_000_000,
+            total_work: 40_000_000,
+            deadline: Instant::now() + Duration::from_secs(2),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Distance {
+    pub value: u64,
+    /// When false, `value` is an upper bound: never below the true distance.
+    pub exact: bool,
+}
+
+/// Unit-cost tree edit distance (insert, delete, relabel each cost 1) between two normalised trees.
+/// `exact == true` => value equals the true TED. `exact == false` => value is an upper bound (never lower than the true TED).
+pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
+    let labels_a = before.labels_in(after);
+    let (labels_b, sizes_a, sizes_b) = (after.labels(), before.sizes(), after.sizes());
+    let (n1, n2) = (labels_a.len() as u64, labels_b.len() as u64);
+    if n1 == 0 || n2 == 0 {
+        return Distance {
+            value: n1 + n2,
+            exact: true,
+        };
+    }
+    if labels_a == labels_b && sizes_a == sizes_b {
+        return Distance {
+            value: 0,
+            exact: true,
+        };
+    }
+    let a = anchored::Side::new(&labels_a, sizes_a);
+    let b = anchored::Side::new(labels_b, sizes_b);
+    let (value, proven) = anchored::Engine::new(&a, &b, limits).decompose();
+    let whole_a = Forest {
+        labels: &labels_a,
+        sizes: sizes_a,
+    };
+    let whole_b = Forest {
+        labels: labels_b,
+        sizes: sizes_b,
+    };
+    let exact = proven || bounds::lower_bound(whole_a, whole_b, value, limits.deadline) == value;
+    Distance { value, exact }
+}

@@ -1,0 +1,177 @@
+//! Exact Zhang–Shasha edit distance between two forests stored in postorder.
+//!
+//! A forest is a postorder slice holding one or more consecutive sibling trees, so every node's
+//! subtree `i + 1 - sizes[i] ..= i` lies inside the slice. The whole forest gets a virtual root:
+//! its pass covers every node, and the last table cell is the forest distance.
+
+/// A postorder forest: labels (already in a shared id space) and subtree sizes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Forest<'a> {
+    pub labels: &'a [u32],
+    pub sizes: &'a [u32],
+}
+
+/// Reusable tables, so repeated regions allocate only when they outgrow the previous one.
+#[derive(Debug, Default)]
+pub(super) struct ZhangShasha {
+    seen: Vec<bool>,
+    left_a: Vec<u32>,
+    left_b: Vec<u32>,
+    keyroots_a: Vec<u32>,
+    keyroots_b: Vec<u32>,
+    tree: Vec<u32>,
+    forest: Vec<u32>,
+}
+
+impl ZhangShasha {
+    /// Σ over keyroots (the virtual root included) of subtree size: one run on forests `a` and
+    /// `b` fills `work(a) * work(b)` cells. Stops counting once past `cap`.
+    pub fn work(&mut self, sizes: &[u32], cap: u64) -> u64 {
+        let n = sizes.len();
+        if n == 0 {
+            return 0;
+        }
+        self.seen.clear();
+        self.seen.resize(n, false);
+        // Leftmost leaf 0 belongs to the virtual root, which covers all n nodes.
+        self.seen[0] = true;
+        let mut total = n as u64;
+        // Scanning downwards, the first node met for a leftmost leaf is the highest one: a keyroot.
+        for i in (0..n).rev() {
+            let left = i + 1 - sizes[i] as usize;
+            if !self.seen[left] {
+                self.seen[left] = true;
+                total += u64::from(sizes[i]);
+                if total > cap {
+                    break;
+                }
+            }
+        }
+        total
+    }
+
+    /// The unit-cost forest edit distance. Cost: `work(a) * work(b)` cells and `|a| * |b|`
+    /// table entries; callers check both against their budgets first.
+    pub fn distance(&mut self, a: Forest<'_>, b: Forest<'_>) -> u64 {
+        let (n, m) = (a.labels.len(), b.labels.len());
+        if n == 0 || m == 0 {
+            return (n + m) as u64;
+        }
+        prepare(
+            a.sizes,
+            &mut self.left_a,
+            &mut self.keyroots_a,
+            &mut self.seen,
+        );
+        prepare(
+            b.sizes,
+            &mut self.left_b,
+            &mut self.keyroots_b,
+            &mut self.seen,
+        );
+        // Every tree-distance entry is written by an earlier pass before any pass reads it, so
+        // stale contents from a previous run are harmless and growing need not zero-fill twice.
+        if self.tree.len() < n * m {
+            self.tree = vec![0; n * m];
+        }
+        if self.forest.len() < (n + 1) * (m + 1) {
+            self.forest = vec![0; (n + 1) * (m + 1)];
+        }
+        let (left_a, left_b) = (&self.left_a[..], &self.left_b[..]);
+        let tree = &mut self.tree[..n * m];
+        let forest = &mut self.forest[..];
+        let mut width = 0;
+        // Keyroots of b outermost: the passes for one of them read tree distances from the
+        // same few columns of every row, which then stay in cache across the inner loop.
+        for &j in &self.keyroots_b {
+            let j = j as usize;
+            let (lj, end_j) = if j == m {
+                (0, m)
+            } else {
+                (left_b[j] as usize, j + 1)
+            };
+            width = end_j - lj + 1;
+            for &i in &self.keyroots_a {
+                let i = i as usize;
+                let (li, end_i) = if i == n {
+                    (0, n)
+                } else {
+                    (left_a[i] as usize, i + 1)
+                };
+                for (dy, cell) in forest[..width].iter_mut().enumerate() {
+                    *cell = dy as u32;
+                }
+                let (lefts, labels_b) = (&left_b[lj..end_j], &b.labels[lj..end_j]);
+                for x in li..end_i {
+                    let dx = x - li + 1;
+                    let (done, rest) = forest.split_at_mut(dx * width);
+                    let prev = &done[(dx - 1) * width..];
+                    let cur = &mut rest[..width];
+                    // The forest left of x's subtree: an earlier row of this pass.
+                    let lx = left_a[x] as usize;
+                    let base = &done[(lx - li) * width..(lx - li + 1) * width];
+                    let tree_row = &mut tree[x * m + lj..x * m + end_j];
+                    let mut last = dx as u32;
+                    cur[0] = last;
+                    // Iterators rather than indices: this is the hot loop, and zipped slices
+                    // carry no bounds checks.
+                    let cells = cur[1..].iter_mut().zip(prev.windows(2)).zip(lefts);
+                    if lx == li {
+                        let label = a.labels[x];
+                        for (((cell, up), &ly), (&label_y, t)) in
+                            cells.zip(labels_b.iter().zip(tree_row.iter_mut()))
+                        {
+                            // Both on their keyroots' leftmost paths: a tree distance.
+                            let trees = ly as usize == lj;
+                            let other = if trees {
+                                (up[1] + 1).min(up[0] + u32::from(label != label_y))
+                            } else {
+                                (up[1] + 1).min(base[ly as usize - lj] + *t)
+                            };
+                            last = other.min(last + 1);
+                            if trees {
+                                *t = last;
+                            }
+                            *cell = last;
+                        }
+                    } else {
+                        for (((cell, up), &ly), &t) in cells.zip(tree_row.iter()) {
+                            // Only the insertion term depends on the previous cell: keeping it
+                            // last shortens the chain each cell waits on.
+                            let other = (up[1] + 1).min(base[ly as usize - lj] + t);
+                            last = other.min(last + 1);
+                            *cell = last;
+                        }
+                    }
+                }
+            }
+        }
+        // The last pass pairs the two virtual roots; its last cell is the answer.
+        u64::from(forest[n * width + m])
+    }
+}
+
+/// Leftmost leaves and keyroots (ascending, the virtual root `n` last) of one forest.
+fn prepare(sizes: &[u32], left: &mut Vec<u32>, keyroots: &mut Vec<u32>, seen: &mut Vec<bool>) {
+    let n = sizes.len();
+    left.clear();
+    left.extend(
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| i as u32 + 1 - size),
+    );
+    seen.clear();
+    seen.resize(n, false);
+    seen[0] = true;
+    keyroots.clear();
+    for i in (0..n).rev() {
+        let l = left[i] as usize;
+        if !seen[l] {
+            seen[l] = true;
+            keyroots.push(i as u32);
+        }
+    }
+    keyroots.reverse();
+    keyroots.push(n as u32);
+}
