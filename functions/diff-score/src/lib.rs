@@ -54,7 +54,9 @@ pub fn service(state: DiffState) -> Service {
             "/v1/config/diffs",
             get(routes::config::get_config).put(routes::config::put_config),
         )
-        .with_state(state);
+        .with_state(state)
+        // These routes keep its own limit, whatever the composed app allows.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
     Service {
         router,
         openapi: DiffApi::openapi(),

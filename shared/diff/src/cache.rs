@@ -11,7 +11,9 @@ use crate::{detect::Facts, lang::Lang, tree::Tree};
 /// A file parsed, normalised and read by the detectors.
 #[derive(Debug)]
 pub struct ParsedFile {
+    /// The normalised tree the distance is computed on.
     pub tree: Tree,
+    /// What the detectors read from the file.
     pub facts: Facts,
 }
 
@@ -34,6 +36,7 @@ struct Entries {
 }
 
 impl ParseCache {
+    /// An empty cache of at most `max_entries` files and `max_nodes` tree nodes in total.
     pub fn new(max_entries: usize, max_nodes: usize) -> Self {
         Self {
             inner: Mutex::new(Entries {
@@ -55,6 +58,7 @@ impl ParseCache {
         hash.finalize().into()
     }
 
+    /// The file cached under `key`, which becomes the most recently used.
     pub fn get(&self, key: &Key) -> Option<Arc<ParsedFile>> {
         let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         entries.tick += 1;
@@ -65,6 +69,7 @@ impl ParseCache {
         })
     }
 
+    /// Caches `file`, evicting the least recently used; a tree over `max_nodes` is not kept.
     pub fn insert(&self, key: Key, file: Arc<ParsedFile>) {
         let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if file.tree.len() > entries.max_nodes || entries.max_entries == 0 {
@@ -93,6 +98,7 @@ impl ParseCache {
         }
     }
 
+    /// Number of cached files.
     pub fn len(&self) -> usize {
         self.inner
             .lock()
@@ -101,6 +107,7 @@ impl ParseCache {
             .len()
     }
 
+    /// Whether no file is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

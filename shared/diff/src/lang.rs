@@ -7,16 +7,24 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lang {
+    /// TypeScript: `.ts`, `.mts`, `.cts`.
     TypeScript,
+    /// TypeScript with JSX: `.tsx`.
     Tsx,
+    /// JavaScript, JSX included: `.js`, `.mjs`, `.cjs`, `.jsx`.
     JavaScript,
+    /// Python: `.py`, `.pyi`.
     Python,
+    /// Rust: `.rs`.
     Rust,
+    /// Go: `.go`.
     Go,
+    /// Java: `.java`.
     Java,
 }
 
 impl Lang {
+    /// Every supported language.
     pub const ALL: [Lang; 7] = [
         Lang::TypeScript,
         Lang::Tsx,
@@ -57,6 +65,7 @@ impl Lang {
         })
     }
 
+    /// The lowercase name, as serialised (`typescript`, `tsx`, …).
     pub fn name(self) -> &'static str {
         match self {
             Lang::TypeScript => "typescript",
@@ -69,6 +78,7 @@ impl Lang {
         }
     }
 
+    /// The bundled tree-sitter grammar.
     pub fn grammar(self) -> tree_sitter::Language {
         match self {
             Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),

@@ -2,6 +2,8 @@
 //! edit distance in the common case), how much scaffolding was added, and whether the change
 //! games the tests. Pure and synchronous: no I/O, no async.
 
+#![deny(missing_docs)]
+
 pub mod cache;
 pub mod detect;
 pub mod lang;

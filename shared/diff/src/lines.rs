@@ -7,11 +7,15 @@ use similar::{Algorithm, DiffTag, TextDiff};
 /// Line counts of one file's change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LineStats {
+    /// Lines inserted.
     pub added: usize,
+    /// Lines deleted.
     pub removed: usize,
     /// A modified line counts once: per hunk, the larger of its added and removed lines.
     pub changed: usize,
+    /// Lines in the before text.
     pub before: usize,
+    /// Lines in the after text.
     pub after: usize,
 }
 

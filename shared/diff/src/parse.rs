@@ -15,6 +15,7 @@ thread_local! {
 /// Why a file has no syntax tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ParseFailure {
+    /// The deadline passed before the parse finished.
     #[error("the analysis deadline passed while parsing")]
     Deadline,
 }

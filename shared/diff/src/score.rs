@@ -40,8 +40,8 @@ impl Default for Limits {
             max_file_bytes: 1024 * 1024,
             max_nodes: 250_000,
             deadline: Duration::from_secs(2),
-            region_work: 4_000_000,
-            total_work: 40_000_000,
+            region_work: 1_000_000,
+            total_work: 8_000_000,
         }
     }
 }
@@ -49,10 +49,22 @@ impl Default for Limits {
 /// Input the analysis refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
+    /// The union of both snapshots has more files than [`Limits::max_files`].
     #[error("{count} files exceed the limit of {limit} per analysis")]
-    TooManyFiles { count: usize, limit: usize },
+    TooManyFiles {
+        /// Files in the union of both snapshots.
+        count: usize,
+        /// The limit they exceed, [`Limits::max_files`].
+        limit: usize,
+    },
+    /// A path is empty, longer than 1024 bytes or contains NUL.
     #[error("file path {path:?}: {reason}")]
-    BadPath { path: String, reason: &'static str },
+    BadPath {
+        /// The path, cut to its first 200 characters.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
 }
 
 /// A set of files: path → content.
@@ -65,6 +77,7 @@ pub struct Request {
     pub lang: Option<Lang>,
     /// Whether the solution passed its tests; without it the multiplier is the floor.
     pub tests_passed: bool,
+    /// Weights of the multiplier (the tenant's configuration).
     pub weights: Weights,
 }
 
@@ -73,9 +86,13 @@ pub struct Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Only in the after snapshot: the file was created.
     Added,
+    /// Only in the before snapshot: the file was removed.
     Deleted,
+    /// In both snapshots, with different content.
     Modified,
+    /// In both snapshots, with identical content; adds nothing to the score.
     Unchanged,
 }
 
@@ -83,13 +100,19 @@ pub enum Status {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AstStats {
+    /// Unit-cost tree edit distance (insert, delete, relabel); an upper bound if `exact` is false.
     pub tree_edit_distance: u64,
+    /// Nodes in the normalised before tree; 0 for an added file.
     pub nodes_before: u64,
+    /// Nodes in the normalised after tree; 0 for a deleted file.
     pub nodes_after: u64,
+    /// `1 − tree_edit_distance / (nodes_before + nodes_after)`, in [0, 1]; 1 if both are empty.
     pub ast_similarity: f64,
+    /// True if `tree_edit_distance` is the true distance; false if it is an upper bound.
     pub exact: bool,
     /// ERROR and MISSING nodes: code that does not parse is still scored.
     pub errors_before: u32,
+    /// ERROR and MISSING nodes in the after parse; 0 for a deleted file.
     pub errors_after: u32,
 }
 
@@ -97,16 +120,25 @@ pub struct AstStats {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileReport {
+    /// The file's path, as given in the snapshots.
     pub path: String,
+    /// How the file differs between the snapshots.
     pub status: Status,
+    /// Grammar used, from the request's `language` or the extension; null if none applies.
     pub language: Option<Lang>,
     /// `None` for files scored by line metrics only; `note` says why.
     pub ast: Option<AstStats>,
+    /// Why the file got line metrics only; null when it has `ast` or is unchanged.
     pub note: Option<String>,
+    /// Lines inserted, by a line diff of the two contents.
     pub lines_added: usize,
+    /// Lines deleted, by a line diff of the two contents.
     pub lines_removed: usize,
+    /// Changed lines: per diff hunk the larger of its added and removed lines, summed.
     pub lines_changed: usize,
+    /// Lines in the before content; 0 for an added file.
     pub lines_before: usize,
+    /// Lines in the after content; 0 for a deleted file.
     pub lines_after: usize,
 }
 
@@ -115,7 +147,9 @@ pub struct FileReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
+    /// From the trees of the touched files that have one (any other file is left out).
     Ast,
+    /// No touched file has a syntax tree: `1 − line_change_ratio`.
     Lines,
 }
 
@@ -123,21 +157,37 @@ pub enum Basis {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
+    /// `1 − tree_edit_distance / (nodes_before + nodes_after)`, in [0, 1]; on the `lines` basis
+    /// `1 − line_change_ratio`.
     pub ast_similarity: f64,
+    /// `ast` if any touched file has a syntax tree, else `lines`.
     pub similarity_basis: Basis,
+    /// Sum of the files' `ast.tree_edit_distance` over touched files; 0 if none has a tree.
     pub tree_edit_distance: u64,
+    /// Sum of the files' `ast.nodes_before` over touched files.
     pub nodes_before: u64,
+    /// Sum of the files' `ast.nodes_after` over touched files.
     pub nodes_after: u64,
+    /// True if every touched file's distance is exact (or none has a tree); else an upper bound.
     pub exact: bool,
+    /// Files added, deleted or modified; unchanged files do not count.
     pub files_touched: usize,
+    /// Σ `lines_changed` / Σ max(`lines_before`, `lines_after`) over touched files, capped at 1
+    /// (moved lines count on both sides of their hunk).
     pub line_change_ratio: f64,
+    /// `1 − Π(1 − weight)` over `scaffolding`, in [0, 1]; 0 when there is none.
     pub scaffolding_penalty: f64,
+    /// Scaffolding found in added non-test code, ordered by file, line and kind.
     pub scaffolding: Vec<Finding>,
+    /// Reward-hacking flags, ordered by file, line and kind.
     pub flags: Vec<Flag>,
+    /// Whether the tests passed, as sent; false when not sent.
     pub tests_passed: bool,
     /// The formula before the correctness and hard-flag gates.
     pub minimality_score: f64,
+    /// `minimality_score` if `tests_passed` and no hard flag fired, else `floor`; in [`floor`, 1].
     pub reward_multiplier: f64,
+    /// Every file of either snapshot, unchanged ones included, ordered by path.
     pub files: Vec<FileReport>,
 }
 
@@ -172,12 +222,14 @@ impl NoTree {
 }
 
 impl Scorer {
+    /// A scorer with these limits and an empty parse cache.
     pub fn new(limits: Limits) -> Self {
         // Room for a few of the largest trees allowed, or a few hundred typical ones.
         let cache = ParseCache::new(256, 4 * limits.max_nodes);
         Self { limits, cache }
     }
 
+    /// The limits every analysis runs under.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -397,10 +449,11 @@ impl Scorer {
             .iter()
             .map(|f| f.lines_before.max(f.lines_after))
             .sum();
+        // Moved lines count on both sides of a hunk, so the raw share can pass 1: cap it.
         let line_change_ratio = if total == 0 {
             0.0
         } else {
-            changed as f64 / total as f64
+            (changed as f64 / total as f64).min(1.0)
         };
         let (ast_similarity, similarity_basis) = if with_ast.is_empty() {
             (1.0 - line_change_ratio, Basis::Lines)

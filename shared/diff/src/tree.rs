@@ -25,6 +25,7 @@ pub struct Tree {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the syntax tree has more than {limit} nodes")]
 pub struct NodeLimit {
+    /// The node limit the tree exceeded.
     pub limit: usize,
 }
 
@@ -128,10 +129,12 @@ impl Tree {
         out
     }
 
+    /// Number of nodes.
     pub fn len(&self) -> usize {
         self.labels.len()
     }
 
+    /// Whether the tree has no nodes.
     pub fn is_empty(&self) -> bool {
         self.labels.is_empty()
     }
@@ -146,6 +149,7 @@ impl Tree {
         &self.sizes
     }
 
+    /// The label of `node`, a postorder index.
     pub fn label(&self, node: usize) -> &str {
         &self.symbols[self.labels[node] as usize]
     }
@@ -208,6 +212,9 @@ struct Builder {
     sizes: Vec<u32>,
     symbols: Vec<Box<str>>,
     ids: HashMap<Box<str>, u32>,
+    /// Symbol ids of labels that are just a node kind, by kind id: most nodes are inner nodes
+    /// or fixed tokens, and this spares them a string hash.
+    by_kind: Vec<Option<u32>>,
     scratch: String,
 }
 
@@ -216,8 +223,8 @@ impl Builder {
         self.labels.len()
     }
 
-    fn push(&mut self, label: &str, start: usize) {
-        let id = match self.ids.get(label) {
+    fn symbol(&mut self, label: &str) -> u32 {
+        match self.ids.get(label) {
             Some(&id) => id,
             None => {
                 let id = self.symbols.len() as u32;
@@ -225,9 +232,31 @@ impl Builder {
                 self.ids.insert(label.into(), id);
                 id
             }
-        };
+        }
+    }
+
+    fn push(&mut self, label: &str, start: usize) {
+        let id = self.symbol(label);
+        self.push_id(id, start);
+    }
+
+    fn push_id(&mut self, id: u32, start: usize) {
         self.sizes.push((self.labels.len() - start + 1) as u32);
         self.labels.push(id);
+    }
+
+    /// The symbol of the label `kind`, cached by kind id.
+    fn kind_symbol(&mut self, node: tree_sitter::Node<'_>) -> u32 {
+        let kind = usize::from(node.kind_id());
+        if let Some(Some(id)) = self.by_kind.get(kind) {
+            return *id;
+        }
+        let id = self.symbol(node.kind());
+        if self.by_kind.len() <= kind {
+            self.by_kind.resize(kind + 1, None);
+        }
+        self.by_kind[kind] = Some(id);
+        id
     }
 
     fn close(
@@ -243,18 +272,24 @@ impl Builder {
         if self.len() >= max_nodes {
             return Err(NodeLimit { limit: max_nodes });
         }
+        if node.child_count() > 0 {
+            let id = self.kind_symbol(node);
+            self.push_id(id, start);
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&source.as_bytes()[node.byte_range()]);
+        if !node.is_named() && text == node.kind() {
+            let id = self.kind_symbol(node);
+            self.push_id(id, start);
+            return Ok(());
+        }
         let mut label = std::mem::take(&mut self.scratch);
         label.clear();
-        if node.child_count() == 0 {
-            let text = String::from_utf8_lossy(&source.as_bytes()[node.byte_range()]);
-            if node.is_named() {
-                label.push_str(node.kind());
-                label.push(':');
-            }
-            label.push_str(&text);
-        } else {
+        if node.is_named() {
             label.push_str(node.kind());
+            label.push(':');
         }
+        label.push_str(&text);
         self.push(&label, start);
         self.scratch = label;
         Ok(())

@@ -52,16 +52,22 @@ impl Default for Weights {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {reason}")]
 pub struct WeightsError {
+    /// The weight's field name, as in the JSON body.
     pub field: &'static str,
+    /// The range it must be in.
     pub reason: &'static str,
 }
 
 /// The measurements the multiplier is computed from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measures {
+    /// The report's `ast_similarity`.
     pub similarity: f64,
+    /// Files added, deleted or modified.
     pub files_touched: usize,
+    /// Changed lines over total lines of the touched files.
     pub line_change_ratio: f64,
+    /// `1 − Π(1 − weight)` over the scaffolding findings, in [0, 1].
     pub scaffolding_penalty: f64,
 }
 

@@ -16,7 +16,9 @@ use super::model::{FlagKind, ScaffoldKind};
 /// What one parsed file contains that the detectors care about.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
+    /// Functions, methods, types and JS test cases, in source order.
     pub definitions: Vec<Definition>,
+    /// Constructs the detectors report when added: skips, exits, catches, guards, pragmas, …
     pub marks: Vec<Mark>,
     /// Assertions outside any test function (module level, helpers).
     pub loose_assertions: u32,
@@ -31,17 +33,21 @@ pub struct Facts {
 /// A function, method, class-like type, or JS test case (`it("title", …)`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Definition {
+    /// Function (JS test cases included) or type.
     pub kind: DefKind,
     /// The name as referenced; for a JS test case, its title.
     pub name: String,
     /// The name qualified by enclosing classes, modules, functions and `describe` titles.
     pub key: String,
+    /// 1-based line where the definition starts.
     pub line: u32,
+    /// Whether it is a test, and how that is known.
     pub test: TestKind,
     /// Inside test code: a test module, suite or function.
     pub in_test: bool,
     /// Called by a framework or through an interface rather than by name.
     pub exempt: bool,
+    /// What a function's body amounts to; `Plain` for a type.
     pub shape: Shape,
     /// Hash of a function body's tokens (layout aside); 0 for a type.
     pub body: u64,
@@ -49,14 +55,19 @@ pub struct Definition {
     pub assertions: u32,
 }
 
+/// What a [`Definition`] defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DefKind {
+    /// A function or method, or a JS test case.
     Function,
+    /// A class-like type: class, struct, enum, interface, trait or the like.
     Type,
 }
 
+/// Whether a definition is a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TestKind {
+    /// Not a test.
     No,
     /// Collected by name (`def test_*`, methods of `class Test*`): a test only in a test file.
     ByName,
@@ -64,8 +75,10 @@ pub enum TestKind {
     Marked,
 }
 
+/// What a function body amounts to, for the stub, wrapper and equality checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shape {
+    /// Anything else: real code.
     Plain,
     /// Only a placeholder statement, given as compact text.
     Stub(String),
@@ -79,18 +92,24 @@ pub enum Shape {
 /// side, compared by `(signal, key)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mark {
+    /// The flag or scaffolding kind it reports.
     pub signal: Signal,
     /// Compact source text (for special casing: the literal's value).
     pub key: String,
     /// What the construct is, for the detail line.
     pub what: &'static str,
+    /// 1-based line of the construct.
     pub line: u32,
+    /// Inside test code: a test module, suite or function.
     pub in_test: bool,
 }
 
+/// What a [`Mark`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Signal {
+    /// A reward-hacking flag of this kind.
     Flag(FlagKind),
+    /// A scaffolding finding of this kind.
     Scaffold(ScaffoldKind),
 }
 

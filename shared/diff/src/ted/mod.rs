@@ -32,15 +32,17 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            region_work: 4_000_000,
-            total_work: 40_000_000,
+            region_work: 1_000_000,
+            total_work: 8_000_000,
             deadline: Instant::now() + Duration::from_secs(2),
         }
     }
 }
 
+/// A tree edit distance, and whether it is exact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Distance {
+    /// Edit operations (insert, delete, relabel), each costing 1.
     pub value: u64,
     /// When false, `value` is an upper bound: never below the true distance.
     pub exact: bool,

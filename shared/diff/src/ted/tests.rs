@@ -1,3 +1,6 @@
+//! Tests of the distance: hand-computed cases, a textbook recursion, the bounds and budgets,
+//! and random tree pairs, independent or a few edits apart.
+
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
