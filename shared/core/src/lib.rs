@@ -7,6 +7,10 @@
 
 pub mod attribution;
 pub mod budget;
+pub mod calendar;
+pub mod dataset;
+pub mod privacy;
 pub mod tenant;
+pub mod trajectory;
 
 pub use tenant::{TenantId, TenantIdError};

@@ -1,0 +1,490 @@
+//! Trajectory validation: what is refused with 400 before anything is enqueued.
+//!
+//! Checks run in document order and the first violation is returned, naming its field path
+//! (`turns[3].behavior_logprobs[7]`) so an agent developer can find it without guessing.
+
+use std::collections::HashSet;
+
+use super::json;
+use super::model::{Role, Trajectory, Turn};
+
+/// The documented size limits of one trajectory.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits;
+
+impl Limits {
+    /// Ids (`trajectory_id`, `agent_id`, `conversation_id`, `user_id`, `group_id`,
+    /// `policy_version`, tool names) are 1 to this many characters of `[A-Za-z0-9_.:@/-]`.
+    pub const MAX_ID_CHARS: usize = 128;
+    /// Turns per trajectory.
+    pub const MAX_TURNS: usize = 512;
+    /// Bytes of one `content`, `tool_result`, `error` or tool `description`.
+    pub const MAX_TEXT_BYTES: usize = 256 * 1024;
+    /// Entries of one token list (`prompt_token_ids`, `response_token_ids`, `loss_mask`,
+    /// `behavior_logprobs`).
+    pub const MAX_TOKENS_PER_LIST: usize = 32_768;
+    /// Bytes of all text of a trajectory: contents, tool results, errors, tool descriptions,
+    /// and the compact JSON of tool call arguments and tool parameter schemas.
+    pub const MAX_TOTAL_TEXT_BYTES: usize = 4 * 1024 * 1024;
+    /// Tools offered per trajectory.
+    pub const MAX_TOOLS: usize = 64;
+    /// Largest token id: ids are stored as int32.
+    pub const MAX_TOKEN_ID: u32 = i32::MAX as u32;
+    /// Nesting depth of tool call arguments and tool parameter schemas.
+    pub const MAX_JSON_DEPTH: usize = 64;
+    /// Bytes of a `tokenizer` id or a `termination_reason`.
+    pub const MAX_LABEL_BYTES: usize = 256;
+}
+
+/// Why a trajectory is refused; `field` is the path of the culprit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct TrajectoryError {
+    /// Path of the field, e.g. `turns[3].behavior_logprobs[7]`.
+    pub field: String,
+    /// Why it is refused.
+    pub reason: String,
+}
+
+fn err(field: impl Into<String>, reason: impl Into<String>) -> TrajectoryError {
+    TrajectoryError {
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+fn ensure(ok: bool, field: impl Into<String>, reason: &str) -> Result<(), TrajectoryError> {
+    if ok { Ok(()) } else { Err(err(field, reason)) }
+}
+
+fn check_id(field: &str, id: &str) -> Result<(), TrajectoryError> {
+    ensure(
+        !id.is_empty() && id.len() <= Limits::MAX_ID_CHARS,
+        field,
+        "must be 1 to 128 characters",
+    )?;
+    ensure(
+        id.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:@/-".contains(&b)),
+        field,
+        "may only contain letters, digits and _ . : @ / -",
+    )
+}
+
+fn check_text(field: String, text: &str) -> Result<usize, TrajectoryError> {
+    ensure(
+        text.len() <= Limits::MAX_TEXT_BYTES,
+        field,
+        "exceeds 256 KiB",
+    )?;
+    Ok(text.len())
+}
+
+fn check_label(field: String, text: &str) -> Result<(), TrajectoryError> {
+    ensure(
+        !text.is_empty() && text.len() <= Limits::MAX_LABEL_BYTES,
+        field.clone(),
+        "must be 1 to 256 bytes",
+    )?;
+    ensure(
+        !text.chars().any(char::is_control),
+        field,
+        "must not contain control characters",
+    )
+}
+
+fn check_json(field: String, v: &serde_json::Value) -> Result<usize, TrajectoryError> {
+    let (size, depth) = json::measure(v);
+    ensure(
+        depth <= Limits::MAX_JSON_DEPTH,
+        field,
+        "nests deeper than 64 levels",
+    )?;
+    Ok(size)
+}
+
+fn check_token_list<T>(field: String, list: &[T]) -> Result<(), TrajectoryError> {
+    ensure(
+        list.len() <= Limits::MAX_TOKENS_PER_LIST,
+        field,
+        "has more than 32768 entries",
+    )
+}
+
+fn check_ids(field: &str, ids: &[u32]) -> Result<(), TrajectoryError> {
+    check_token_list(field.to_owned(), ids)?;
+    match ids.iter().position(|&id| id > Limits::MAX_TOKEN_ID) {
+        Some(j) => Err(err(
+            format!("{field}[{j}]"),
+            "token ids must be below 2^31 (stored as int32)",
+        )),
+        None => Ok(()),
+    }
+}
+
+fn check_tokens(p: &str, turn: &Turn) -> Result<(), TrajectoryError> {
+    if let Some(ids) = &turn.prompt_token_ids {
+        check_ids(&format!("{p}.prompt_token_ids"), ids)?;
+    }
+    if let Some(ids) = &turn.response_token_ids {
+        check_ids(&format!("{p}.response_token_ids"), ids)?;
+    }
+    let response_len = turn.response_token_ids.as_ref().map(Vec::len);
+    if let Some(mask) = &turn.loss_mask {
+        let field = format!("{p}.loss_mask");
+        check_token_list(field.clone(), mask)?;
+        let Some(n) = response_len else {
+            return Err(err(field, "requires response_token_ids"));
+        };
+        if mask.len() != n {
+            return Err(err(
+                field,
+                format!("has {} entries but response_token_ids has {n}", mask.len()),
+            ));
+        }
+        if let Some(j) = mask.iter().position(|&m| m > 1) {
+            return Err(err(format!("{field}[{j}]"), "must be 0 or 1"));
+        }
+    }
+    if let Some(lps) = &turn.behavior_logprobs {
+        let field = format!("{p}.behavior_logprobs");
+        check_token_list(field.clone(), lps)?;
+        let Some(n) = response_len else {
+            return Err(err(field, "requires response_token_ids"));
+        };
+        if lps.len() != n {
+            return Err(err(
+                field,
+                format!("has {} entries but response_token_ids has {n}", lps.len()),
+            ));
+        }
+        if let Some(j) = lps.iter().position(|lp| !(lp.is_finite() && *lp <= 0.0)) {
+            return Err(err(
+                format!("{field}[{j}]"),
+                "must be finite and at most 0 (a log-probability)",
+            ));
+        }
+    }
+    if let Some(tok) = &turn.tokenizer {
+        check_label(format!("{p}.tokenizer"), tok)?;
+    }
+    Ok(())
+}
+
+impl Trajectory {
+    /// Checks ids, sizes, token alignment and value ranges against [`Limits`].
+    ///
+    /// # Errors
+    /// [`TrajectoryError`] naming the first field in violation.
+    pub fn validate(&self) -> Result<(), TrajectoryError> {
+        check_id("trajectory_id", &self.trajectory_id)?;
+        check_id("agent_id", &self.agent_id)?;
+        check_id("conversation_id", &self.conversation_id)?;
+        for (field, id) in [
+            ("user_id", &self.user_id),
+            ("group_id", &self.group_id),
+            ("policy_version", &self.policy_version),
+        ] {
+            if let Some(id) = id {
+                check_id(field, id)?;
+            }
+        }
+
+        let mut total = 0usize;
+        ensure(
+            self.tools.len() <= Limits::MAX_TOOLS,
+            "tools",
+            "has more than 64 tools",
+        )?;
+        let mut names = HashSet::new();
+        for (i, tool) in self.tools.iter().enumerate() {
+            let p = format!("tools[{i}]");
+            check_id(&format!("{p}.name"), &tool.name)?;
+            ensure(
+                names.insert(tool.name.as_str()),
+                format!("{p}.name"),
+                "names a tool already declared",
+            )?;
+            if let Some(d) = &tool.description {
+                total += check_text(format!("{p}.description"), d)?;
+            }
+            if let Some(schema) = &tool.parameters {
+                let field = format!("{p}.parameters");
+                ensure(
+                    schema.is_object() || schema.is_boolean(),
+                    field.clone(),
+                    "must be a JSON schema (an object or a boolean)",
+                )?;
+                total += check_json(field, schema)?;
+            }
+        }
+
+        ensure(
+            !self.turns.is_empty(),
+            "turns",
+            "must hold at least one turn",
+        )?;
+        ensure(
+            self.turns.len() <= Limits::MAX_TURNS,
+            "turns",
+            "has more than 512 turns",
+        )?;
+        for (i, turn) in self.turns.iter().enumerate() {
+            let p = format!("turns[{i}]");
+            total += check_text(format!("{p}.content"), &turn.content)?;
+            if let Some(r) = &turn.tool_result {
+                total += check_text(format!("{p}.tool_result"), r)?;
+            }
+            if let Some(e) = &turn.error {
+                total += check_text(format!("{p}.error"), e)?;
+            }
+            if let Some(call) = &turn.tool_call {
+                ensure(
+                    turn.role == Role::Assistant,
+                    format!("{p}.tool_call"),
+                    "only assistant turns may call tools",
+                )?;
+                check_id(&format!("{p}.tool_call.name"), &call.name)?;
+                let field = format!("{p}.tool_call.arguments");
+                ensure(
+                    call.arguments.is_object(),
+                    field.clone(),
+                    "must be a JSON object (not a JSON-encoded string)",
+                )?;
+                total += check_json(field, &call.arguments)?;
+            }
+            if let Some(r) = turn.reward {
+                ensure(r.is_finite(), format!("{p}.reward"), "must be finite")?;
+            }
+            check_tokens(&p, turn)?;
+        }
+        ensure(
+            total <= Limits::MAX_TOTAL_TEXT_BYTES,
+            "turns",
+            "total text of the trajectory exceeds 4 MiB",
+        )?;
+
+        if let Some(outcome) = &self.final_outcome {
+            if let Some(r) = outcome.reward {
+                ensure(r.is_finite(), "final_outcome.reward", "must be finite")?;
+            }
+            if let Some(reason) = &outcome.termination_reason {
+                check_label("final_outcome.termination_reason".to_owned(), reason)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trajectory::{FinalOutcome, ToolCall, ToolSpec};
+    use serde_json::json;
+
+    fn turn(role: Role, content: &str) -> Turn {
+        Turn {
+            role,
+            content: content.to_owned(),
+            tool_call: None,
+            tool_result: None,
+            error: None,
+            reward: None,
+            prompt_token_ids: None,
+            response_token_ids: None,
+            loss_mask: None,
+            behavior_logprobs: None,
+            tokenizer: None,
+        }
+    }
+
+    fn valid() -> Trajectory {
+        let mut a = turn(Role::Assistant, "let me look");
+        a.tool_call = Some(ToolCall {
+            name: "search".into(),
+            arguments: json!({"q": "x"}),
+        });
+        a.response_token_ids = Some(vec![5, 6, 7]);
+        a.loss_mask = Some(vec![1, 1, 0]);
+        a.behavior_logprobs = Some(vec![-0.1, 0.0, -3.0]);
+        a.tokenizer = Some("Qwen/Qwen2.5-7B@abc".into());
+        Trajectory {
+            trajectory_id: "traj-1".into(),
+            agent_id: "agent:alpha".into(),
+            conversation_id: "conv/1".into(),
+            user_id: Some("user@example".into()),
+            group_id: None,
+            policy_version: Some("12".into()),
+            tools: vec![ToolSpec {
+                name: "search".into(),
+                description: None,
+                parameters: Some(json!({"type": "object"})),
+            }],
+            turns: vec![turn(Role::User, "find x"), a],
+            final_outcome: Some(FinalOutcome {
+                success: true,
+                reward: Some(1.0),
+                termination_reason: Some("done".into()),
+                truncated: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_fixture_is_valid() {
+        valid().validate().unwrap();
+    }
+
+    #[test]
+    fn each_violation_names_its_field() {
+        type Mutation = fn(&mut Trajectory);
+        let cases: &[(&str, Mutation)] = &[
+            ("trajectory_id", |t| t.trajectory_id.clear()),
+            ("agent_id", |t| t.agent_id = "a b".into()),
+            ("conversation_id", |t| t.conversation_id = "c".repeat(129)),
+            ("user_id", |t| t.user_id = Some("ü".into())),
+            ("group_id", |t| t.group_id = Some(String::new())),
+            ("policy_version", |t| t.policy_version = Some("v 1".into())),
+            ("tools", |t| {
+                t.tools = (0..65)
+                    .map(|i| ToolSpec {
+                        name: format!("t{i}"),
+                        description: None,
+                        parameters: None,
+                    })
+                    .collect()
+            }),
+            ("tools[1].name", |t| {
+                let dup = t.tools[0].clone();
+                t.tools.push(dup)
+            }),
+            ("tools[0].parameters", |t| {
+                t.tools[0].parameters = Some(json!("object"))
+            }),
+            ("tools[0].description", |t| {
+                t.tools[0].description = Some("x".repeat(Limits::MAX_TEXT_BYTES + 1))
+            }),
+            ("turns", |t| t.turns.clear()),
+            ("turns", |t| {
+                t.turns = vec![turn(Role::User, "x"); Limits::MAX_TURNS + 1]
+            }),
+            ("turns", |t| {
+                let big = "x".repeat(Limits::MAX_TEXT_BYTES);
+                t.turns = vec![turn(Role::User, &big); 17]
+            }),
+            ("turns[0].content", |t| {
+                t.turns[0].content = "x".repeat(Limits::MAX_TEXT_BYTES + 1)
+            }),
+            ("turns[0].tool_result", |t| {
+                t.turns[0].tool_result = Some("x".repeat(Limits::MAX_TEXT_BYTES + 1))
+            }),
+            ("turns[0].error", |t| {
+                t.turns[0].error = Some("x".repeat(Limits::MAX_TEXT_BYTES + 1))
+            }),
+            ("turns[0].tool_call", |t| {
+                t.turns[0].tool_call = t.turns[1].tool_call.clone()
+            }),
+            ("turns[1].tool_call.name", |t| {
+                if let Some(c) = &mut t.turns[1].tool_call {
+                    c.name = "web search".into()
+                }
+            }),
+            ("turns[1].tool_call.arguments", |t| {
+                if let Some(c) = &mut t.turns[1].tool_call {
+                    c.arguments = json!("{\"q\": \"x\"}")
+                }
+            }),
+            ("turns[1].tool_call.arguments", |t| {
+                let mut deep = json!(1);
+                for _ in 0..=Limits::MAX_JSON_DEPTH {
+                    deep = json!({ "a": deep });
+                }
+                if let Some(c) = &mut t.turns[1].tool_call {
+                    c.arguments = deep
+                }
+            }),
+            ("turns[0].reward", |t| {
+                t.turns[0].reward = Some(f64::INFINITY)
+            }),
+            ("turns[1].prompt_token_ids[1]", |t| {
+                t.turns[1].prompt_token_ids = Some(vec![1, 1 << 31])
+            }),
+            ("turns[1].prompt_token_ids", |t| {
+                t.turns[1].prompt_token_ids = Some(vec![1; Limits::MAX_TOKENS_PER_LIST + 1])
+            }),
+            ("turns[1].response_token_ids[2]", |t| {
+                t.turns[1].response_token_ids = Some(vec![1, 2, u32::MAX])
+            }),
+            ("turns[1].loss_mask", |t| {
+                t.turns[1].response_token_ids = None
+            }),
+            ("turns[1].loss_mask", |t| {
+                t.turns[1].loss_mask = Some(vec![1, 1])
+            }),
+            ("turns[1].loss_mask[0]", |t| {
+                t.turns[1].loss_mask = Some(vec![2, 1, 1])
+            }),
+            ("turns[1].behavior_logprobs", |t| {
+                t.turns[1].loss_mask = None;
+                t.turns[1].response_token_ids = None
+            }),
+            ("turns[1].behavior_logprobs", |t| {
+                t.turns[1].behavior_logprobs = Some(vec![-1.0; 4])
+            }),
+            ("turns[1].behavior_logprobs[1]", |t| {
+                t.turns[1].behavior_logprobs = Some(vec![-1.0, 0.5, -1.0])
+            }),
+            ("turns[1].behavior_logprobs[2]", |t| {
+                t.turns[1].behavior_logprobs = Some(vec![-1.0, -1.0, f32::NAN])
+            }),
+            ("turns[1].behavior_logprobs[0]", |t| {
+                t.turns[1].behavior_logprobs = Some(vec![f32::NEG_INFINITY, -1.0, -1.0])
+            }),
+            ("turns[1].tokenizer", |t| {
+                t.turns[1].tokenizer = Some(String::new())
+            }),
+            ("turns[1].tokenizer", |t| {
+                t.turns[1].tokenizer = Some("a\nb".into())
+            }),
+            ("final_outcome.reward", |t| {
+                if let Some(o) = &mut t.final_outcome {
+                    o.reward = Some(f64::NAN)
+                }
+            }),
+            ("final_outcome.termination_reason", |t| {
+                if let Some(o) = &mut t.final_outcome {
+                    o.termination_reason = Some("x".repeat(257))
+                }
+            }),
+        ];
+        for (i, (field, mutate)) in cases.iter().enumerate() {
+            let mut t = valid();
+            mutate(&mut t);
+            let e = t
+                .validate()
+                .expect_err(&format!("case {i} ({field}) passed"));
+            assert_eq!(&e.field, field, "case {i}: {e}");
+        }
+    }
+
+    #[test]
+    fn limits_are_inclusive() {
+        let mut t = valid();
+        t.conversation_id = "c".repeat(Limits::MAX_ID_CHARS);
+        t.turns[0].content = "x".repeat(Limits::MAX_TEXT_BYTES);
+        t.turns[1].prompt_token_ids = Some(vec![Limits::MAX_TOKEN_ID; 3]);
+        t.turns[1].loss_mask = Some(vec![0, 0, 0]);
+        t.validate().unwrap();
+    }
+
+    #[test]
+    fn huge_logprob_from_json_becomes_infinite_and_is_refused() {
+        let mut v = serde_json::to_value(valid()).unwrap();
+        v["turns"][1]["behavior_logprobs"] = json!([-1e40, -1.0, -1.0]);
+        let t: Trajectory = serde_json::from_value(v).unwrap();
+        assert_eq!(
+            t.validate().unwrap_err().field,
+            "turns[1].behavior_logprobs[0]"
+        );
+    }
+}
