@@ -1,0 +1,179 @@
+//! The Arrow schema of version 1 of the turn table, and how a file's schema is checked against it.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
+
+use crate::TurnsError;
+
+/// The version of the turn table schema that this crate writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The Parquet key-value metadata key that holds [`SCHEMA_VERSION`] as decimal text.
+pub const SCHEMA_VERSION_KEY: &str = "agentrl.schema_version";
+
+/// Columns written with Parquet dictionary encoding: text whose distinct values per row group
+/// are few (ids repeated on every turn of a trajectory, roles, tool names). Other writers of the
+/// table (compaction, the pyarrow comparison bench) should use the same list.
+pub const DICTIONARY_COLUMNS: &[&str] = &[
+    "trajectory_id",
+    "conversation_id",
+    "agent_id",
+    "user_id",
+    "group_id",
+    "policy_version",
+    "role",
+    "tool_name",
+    "tokenizer",
+    "termination_reason",
+    "message_id",
+];
+
+/// List elements are never null; one definition keeps the writer's builders and the schema
+/// equal, which `RecordBatch::try_new` requires.
+pub(crate) fn item(data_type: DataType) -> FieldRef {
+    Arc::new(Field::new("item", data_type, false))
+}
+
+pub(crate) const TIMEZONE: &str = "UTC";
+
+static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let utf8 = |name, nullable| Field::new(name, DataType::Utf8, nullable);
+    let f64 = |name| Field::new(name, DataType::Float64, true);
+    let list = |name, data_type| Field::new(name, DataType::List(item(data_type)), true);
+    Arc::new(Schema::new(vec![
+        utf8("trajectory_id", false),
+        utf8("conversation_id", false),
+        Field::new("turn_index", DataType::Int32, false),
+        Field::new("turn_count", DataType::Int32, false),
+        utf8("agent_id", false),
+        utf8("user_id", true),
+        utf8("group_id", true),
+        utf8("policy_version", true),
+        utf8("role", false),
+        utf8("content", false),
+        utf8("tool_name", true),
+        utf8("tool_arguments", true),
+        utf8("tool_result", true),
+        utf8("error", true),
+        list("prompt_token_ids", DataType::Int32),
+        list("response_token_ids", DataType::Int32),
+        list("loss_mask", DataType::Int8),
+        list("behavior_logprobs", DataType::Float32),
+        utf8("tokenizer", true),
+        f64("turn_reward"),
+        f64("reward_information_gain"),
+        f64("reward_format"),
+        f64("reward_progress"),
+        Field::new("safety_violation", DataType::Boolean, false),
+        f64("tool_call_valid"),
+        f64("tool_choice"),
+        f64("tool_error_handling"),
+        f64("tool_efficiency"),
+        f64("episode_reward"),
+        Field::new("episode_success", DataType::Boolean, true),
+        utf8("termination_reason", true),
+        Field::new("truncated", DataType::Boolean, false),
+        f64("dp_epsilon"),
+        Field::new("pii_replacements", DataType::Int32, false),
+        utf8("message_id", false),
+        Field::new(
+            "ingested_at",
+            DataType::Timestamp(TimeUnit::Millisecond, Some(TIMEZONE.into())),
+            false,
+        ),
+    ]))
+});
+
+/// The Arrow schema of [`SCHEMA_VERSION`], columns in file order.
+pub fn schema() -> SchemaRef {
+    Arc::clone(&SCHEMA)
+}
+
+/// Checks that `found` has the columns of [`schema`], in order and with the same types.
+///
+/// Nullability is not compared, neither of columns nor of list elements: another writer of the
+/// table (pyarrow, DuckDB) may declare everything nullable. The reader checks instead that no
+/// null appears where the schema forbids one.
+pub(crate) fn check_columns(found: &Schema) -> Result<(), TurnsError> {
+    let expected = schema();
+    if found.fields().len() != expected.fields().len() {
+        return Err(TurnsError::ColumnCount {
+            expected: expected.fields().len(),
+            found: found.fields().len(),
+        });
+    }
+    let describe = |field: &Field| format!("{}: {}", field.name(), field.data_type());
+    for (index, (want, got)) in expected.fields().iter().zip(found.fields()).enumerate() {
+        if want.name() != got.name() || !same_type(want.data_type(), got.data_type()) {
+            return Err(TurnsError::ColumnMismatch {
+                index,
+                expected: describe(want),
+                found: describe(got),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn same_type(want: &DataType, got: &DataType) -> bool {
+    match (want, got) {
+        (DataType::List(want), DataType::List(got)) => want.data_type() == got.data_type(),
+        _ => want == got,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dictionary_columns_are_text_columns_of_the_schema() {
+        let schema = schema();
+        for name in DICTIONARY_COLUMNS {
+            let field = schema
+                .field_with_name(name)
+                .expect("dictionary column exists");
+            assert_eq!(field.data_type(), &DataType::Utf8, "{name}");
+        }
+    }
+
+    #[test]
+    fn nullability_differences_are_accepted_and_type_differences_are_not() {
+        let relaxed = Schema::new(
+            schema()
+                .fields()
+                .iter()
+                .map(|f| {
+                    let data_type = match f.data_type() {
+                        DataType::List(item) => DataType::List(Arc::new(Field::new(
+                            "element",
+                            item.data_type().clone(),
+                            true,
+                        ))),
+                        other => other.clone(),
+                    };
+                    Field::new(f.name(), data_type, true)
+                })
+                .collect::<Vec<_>>(),
+        );
+        check_columns(&relaxed).expect("only nullability and element names differ");
+
+        let mut fields: Vec<Field> = schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields[2] = Field::new("turn_index", DataType::Int64, false);
+        let err = check_columns(&Schema::new(fields)).expect_err("int64 is not int32");
+        assert!(
+            matches!(err, TurnsError::ColumnMismatch { index: 2, .. }),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "column 2 should be `turn_index: Int32` in turn table schema version 1, \
+             the file has `turn_index: Int64`"
+        );
+    }
+}
