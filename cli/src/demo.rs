@@ -58,7 +58,9 @@ pub async fn run(data_dir: Option<PathBuf>, addr: SocketAddr) -> anyhow::Result<
         (TenantId::parse("demo")?, key.clone()),
         (TenantId::parse("other")?, other_key.clone()),
     ]);
-    let running = stack::start(addr, Stores::embedded(&dir)?, auth, Metrics::Off).await?;
+    let stores = Stores::embedded(&dir)?;
+    let pseudonyms = crate::secret::local_pseudonyms(&dir)?;
+    let running = stack::start(addr, stores, auth, Metrics::Off, pseudonyms).await?;
     println!(
         "agentrl local stack on http://{} (embedded store in {})",
         running.addr,

@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use agentrl::{demo, diff_score, replay, serve};
+use agentrl::{dataset, demo, diff_score, replay, serve};
 
 /// agentrl: make AI agents better from their own work.
 #[derive(Parser)]
@@ -29,11 +29,22 @@ enum Command {
     },
     /// Score a code change for minimality and reward hacking; prints JSON.
     DiffScore(diff_score::DiffScoreArgs),
+    /// Training datasets from the turn table.
+    Dataset {
+        #[command(subcommand)]
+        command: DatasetCommand,
+    },
     /// Budget operator commands.
     Budget {
         #[command(subcommand)]
         command: BudgetCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum DatasetCommand {
+    /// Select, deduplicate and split the turn table into per-tenant datasets.
+    Build(dataset::BuildArgs),
 }
 
 #[derive(Subcommand)]
@@ -56,6 +67,9 @@ fn main() -> std::process::ExitCode {
             Command::Serve(a) => serve::run(a).await,
             Command::Demo { data_dir, addr } => demo::run(data_dir, addr).await,
             Command::DiffScore(a) => diff_score::run(&a),
+            Command::Dataset {
+                command: DatasetCommand::Build(a),
+            } => dataset::run(&a).await,
             Command::Budget {
                 command: BudgetCommand::Replay(a),
             } => replay::run(&a),

@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use agentrl_core::TenantId;
 use agentrl_http::{Auth, Metrics, telemetry};
-use agentrl_store::{AwsResources, Stores, aws::AwsSettings};
+use agentrl_store::Stores;
 use anyhow::{Context, bail};
 use clap::Args;
 
@@ -23,8 +23,8 @@ pub struct ServeArgs {
     #[arg(long = "api-key", value_name = "TENANT=KEY", required = true)]
     api_keys: Vec<String>,
     /// Use the AWS adapters (DynamoDB, SQS, S3) instead of the embedded store; resources
-    /// come from AGENTRL_TABLE, AGENTRL_QUEUE_URL, AGENTRL_DLQ_URL, AGENTRL_BUCKET,
-    /// AWS_REGION and optionally AGENTRL_AWS_ENDPOINT.
+    /// come from AGENTRL_TABLE, AGENTRL_QUEUE_URL, AGENTRL_DLQ_URL, AGENTRL_EVENTS_QUEUE_URL,
+    /// AGENTRL_EVENTS_DLQ_URL, AGENTRL_BUCKET, AWS_REGION and optionally AGENTRL_AWS_ENDPOINT.
     #[arg(long, env = "AGENTRL_AWS")]
     aws: bool,
     /// Print CloudWatch EMF metric lines on stdout.
@@ -48,26 +48,12 @@ fn parse_keys(pairs: &[String]) -> anyhow::Result<Vec<(TenantId, String)>> {
         .collect()
 }
 
-fn env(key: &str) -> anyhow::Result<String> {
-    std::env::var(key).with_context(|| format!("failed to load environment variable {key}"))
-}
-
 async fn stores(args: &ServeArgs) -> anyhow::Result<Stores> {
-    if !args.aws {
-        return Stores::embedded(&args.data_dir);
+    if args.aws {
+        Stores::aws_from_env().await
+    } else {
+        Stores::embedded(&args.data_dir)
     }
-    let settings = AwsSettings {
-        region: env("AWS_REGION")?,
-        endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
-        dummy_credentials: false,
-    };
-    let resources = AwsResources {
-        table: env("AGENTRL_TABLE")?,
-        queue_url: env("AGENTRL_QUEUE_URL")?,
-        dlq_url: env("AGENTRL_DLQ_URL")?,
-        bucket: env("AGENTRL_BUCKET")?,
-    };
-    Stores::aws(&settings, &resources).await
 }
 
 /// Serves until SIGINT or SIGTERM, then drains in-flight requests and exits.
@@ -83,7 +69,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         Metrics::Off
     };
     let stores = stores(&args).await?;
-    let running = stack::start(args.addr, stores, auth, metrics).await?;
+    let pseudonyms = if args.aws {
+        agentrl_ingest::pseudonyms_from_env()?
+    } else {
+        crate::secret::local_pseudonyms(&args.data_dir)?
+    };
+    let running = stack::start(args.addr, stores, auth, metrics, pseudonyms).await?;
     tracing::info!(addr = %running.addr, embedded = !args.aws, "agentrl listening");
     eprintln!("agentrl listening on http://{}", running.addr);
     shutdown_signal().await?;

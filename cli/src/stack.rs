@@ -1,6 +1,10 @@
-//! The local stack: every function's routes over one set of stores, plus the in-process schedules.
+//! The local stack: every function's routes over one set of stores, plus the in-process
+//! schedules and the queue worker that Lambda's SQS trigger is on AWS.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use agentrl_core::privacy::Pseudonymizer;
+use agentrl_ingest::{DrainOptions, Ingest, TrajectoryState, drain};
 
 use agentrl_attribution::AttributionState;
 use agentrl_budget::BudgetState;
@@ -19,6 +23,10 @@ pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Route
         agentrl_budget::service(BudgetState::new(stores.table.clone())),
         agentrl_attribution::service(AttributionState::new(stores.table.clone())),
         agentrl_diff_score::service(DiffState::new(stores.table.clone())),
+        agentrl_ingest::service(TrajectoryState::new(
+            stores.queue.clone(),
+            stores.table.clone(),
+        )),
     ];
     app(
         services,
@@ -49,12 +57,14 @@ impl Running {
     }
 }
 
-/// Binds `addr` and serves `stores` until [`Running::stop`].
+/// Binds `addr` and serves `stores` until [`Running::stop`]; the ingest worker drains the work
+/// queue meanwhile, pseudonymising with `pseudonyms`.
 pub async fn start(
     addr: SocketAddr,
     stores: Stores,
     auth: Auth,
     metrics: Metrics,
+    pseudonyms: Arc<Pseudonymizer>,
 ) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(addr)
         .await
@@ -63,6 +73,23 @@ pub async fn start(
     let router = application(&stores, auth, metrics);
     let (stop, mut stopped) = watch::channel(false);
     let mut sweep_stopped = stop.subscribe();
+    let worker_stopped = stop.subscribe();
+    let ingest = Ingest::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.queue.clone(),
+        pseudonyms,
+    );
+    let queue = stores.queue.clone();
+    // The current batch always finishes: a stop is only seen between batches.
+    let worker = tokio::spawn(async move {
+        while !*worker_stopped.borrow() {
+            if let Err(e) = drain(&ingest, queue.as_ref(), DrainOptions::default()).await {
+                tracing::warn!(error = %e, "the ingest worker could not read the queue");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    });
     let sweeper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(SWEEP_EVERY);
         loop {
@@ -84,6 +111,7 @@ pub async fn start(
             .await
             .context("serving")?;
         sweeper.await.context("the sweeper panicked")?;
+        worker.await.context("the ingest worker panicked")?;
         Ok(())
     });
     Ok(Running { addr, stop, task })

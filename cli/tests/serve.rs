@@ -153,6 +153,13 @@ async fn serve_with_aws_uses_dynamodb() {
     )
     .await
     .unwrap();
+    let (events_url, events_dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &format!("serve-events-{suffix}"),
+        5,
+    )
+    .await
+    .unwrap();
     let bucket = format!("serve-{suffix}");
     create_bucket(&endpoint, &bucket).await.unwrap();
 
@@ -177,7 +184,10 @@ async fn serve_with_aws_uses_dynamodb() {
             ("AGENTRL_TABLE", table.as_str()),
             ("AGENTRL_QUEUE_URL", queue_url.as_str()),
             ("AGENTRL_DLQ_URL", dlq_url.as_str()),
+            ("AGENTRL_EVENTS_QUEUE_URL", events_url.as_str()),
+            ("AGENTRL_EVENTS_DLQ_URL", events_dlq_url.as_str()),
             ("AGENTRL_BUCKET", bucket.as_str()),
+            ("AGENTRL_PSEUDONYM_SECRET", "a test secret of enough bytes"),
         ]);
     let server = start_command(command);
     let http = reqwest::Client::new();

@@ -33,9 +33,18 @@ async fn spawn_on(stores: Stores, dir: Option<TempDir>) -> Stack {
         (TenantId::parse("tenant-a").unwrap(), key_a.clone()),
         (TenantId::parse("tenant-b").unwrap(), key_b.clone()),
     ]);
-    let running = stack::start("127.0.0.1:0".parse().unwrap(), stores, auth, Metrics::Off)
-        .await
-        .unwrap();
+    let pseudonyms = std::sync::Arc::new(
+        agentrl_core::privacy::Pseudonymizer::new(b"a test secret of enough bytes").unwrap(),
+    );
+    let running = stack::start(
+        "127.0.0.1:0".parse().unwrap(),
+        stores,
+        auth,
+        Metrics::Off,
+        pseudonyms,
+    )
+    .await
+    .unwrap();
     Stack {
         base: format!("http://{}", running.addr),
         key_a,

@@ -73,6 +73,13 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
     )
     .await
     .expect("create queue on moto");
+    let (events_queue_url, events_dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &unique("events"),
+        max_receives,
+    )
+    .await
+    .expect("create event queue on moto");
     let bucket = unique("agentrl");
     create_bucket(&moto_endpoint(), &bucket)
         .await
@@ -83,6 +90,8 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
             table,
             queue_url,
             dlq_url,
+            events_queue_url,
+            events_dlq_url,
             bucket,
         },
     )

@@ -127,7 +127,11 @@ pub fn service(state: AttributionState) -> Service {
         .route("/v1/attributions/{task_id}", get(routes::read::read))
         .route("/v1/contributions", post(routes::contribute::contribute))
         .route("/v1/agents/ranking", get(routes::ranking::ranking))
-        .with_state(state);
+        .with_state(state)
+        // These routes keep the default limit, whatever envelope the composed app allows.
+        .layer(axum::extract::DefaultBodyLimit::max(
+            agentrl_http::DEFAULT_BODY_LIMIT,
+        ));
     Service {
         router,
         openapi: AttributionApi::openapi(),

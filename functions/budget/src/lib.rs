@@ -67,7 +67,11 @@ pub fn service(state: BudgetState) -> Service {
             "/v1/config/budgets",
             get(routes::config::get_config).put(routes::config::put_config),
         )
-        .with_state(state);
+        .with_state(state)
+        // These routes keep the default limit, whatever envelope the composed app allows.
+        .layer(axum::extract::DefaultBodyLimit::max(
+            agentrl_http::DEFAULT_BODY_LIMIT,
+        ));
     Service {
         router,
         openapi: BudgetApi::openapi(),

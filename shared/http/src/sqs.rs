@@ -53,7 +53,8 @@ pub fn response(retry: impl IntoIterator<Item = String>) -> SqsBatchResponse {
     response
 }
 
-/// Runs `handle` (messages → ids to retry) under the Lambda runtime until it stops.
+/// Runs `handle` (messages → ids to retry) under the Lambda runtime until it stops; logging is
+/// initialised first.
 ///
 /// # Errors
 /// When the runtime fails.

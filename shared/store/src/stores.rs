@@ -19,8 +19,11 @@ pub const MAX_RECEIVES: u32 = 5;
 pub struct Stores {
     /// The key-value table.
     pub table: Arc<dyn Table>,
-    /// The work queue (events, trajectories) with its dead-letter queue.
+    /// The work queue (trajectories to ingest) with its dead-letter queue.
     pub queue: Arc<dyn Queue>,
+    /// The event queue (`training.dataset.ready`, …) with its dead-letter queue: what other
+    /// systems consume, kept apart from the work the ingest worker drains.
+    pub events: Arc<dyn Queue>,
     /// The object store (Parquet, datasets, models).
     pub objects: Arc<dyn Objects>,
     embedded: Option<SqliteTable>,
@@ -35,11 +38,53 @@ pub struct AwsResources {
     pub queue_url: String,
     /// SQS dead-letter queue URL.
     pub dlq_url: String,
+    /// SQS event queue URL.
+    pub events_queue_url: String,
+    /// SQS dead-letter queue URL of the event queue.
+    pub events_dlq_url: String,
     /// S3 bucket name.
     pub bucket: String,
 }
 
+/// An environment variable, or an error naming it.
+fn env(key: &str) -> anyhow::Result<String> {
+    std::env::var(key).with_context(|| format!("failed to load environment variable {key}"))
+}
+
+impl AwsResources {
+    /// The names `template.yaml` hands every function: `AGENTRL_TABLE`, `AGENTRL_QUEUE_URL`,
+    /// `AGENTRL_DLQ_URL`, `AGENTRL_EVENTS_QUEUE_URL`, `AGENTRL_EVENTS_DLQ_URL`,
+    /// `AGENTRL_BUCKET`.
+    ///
+    /// # Errors
+    /// A missing variable, named.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(Self {
+            table: env("AGENTRL_TABLE")?,
+            queue_url: env("AGENTRL_QUEUE_URL")?,
+            dlq_url: env("AGENTRL_DLQ_URL")?,
+            events_queue_url: env("AGENTRL_EVENTS_QUEUE_URL")?,
+            events_dlq_url: env("AGENTRL_EVENTS_DLQ_URL")?,
+            bucket: env("AGENTRL_BUCKET")?,
+        })
+    }
+}
+
 impl Stores {
+    /// The AWS set from the environment: `AWS_REGION`, an optional `AGENTRL_AWS_ENDPOINT`
+    /// (an emulator) and [`AwsResources::from_env`].
+    ///
+    /// # Errors
+    /// A missing variable, named, or a client that cannot be configured.
+    pub async fn aws_from_env() -> anyhow::Result<Self> {
+        let settings = AwsSettings {
+            region: env("AWS_REGION")?,
+            endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
+            dummy_credentials: false,
+        };
+        Self::aws(&settings, &AwsResources::from_env()?).await
+    }
+
     /// The embedded set under `dir`: `dir/agentrl.db` (table and queue) and `dir/objects/`.
     ///
     /// # Errors
@@ -49,7 +94,8 @@ impl Stores {
         let table = SqliteTable::new(db.clone());
         Ok(Self {
             table: Arc::new(table.clone()),
-            queue: Arc::new(SqliteQueue::new(db, "work", MAX_RECEIVES)),
+            queue: Arc::new(SqliteQueue::new(db.clone(), "work", MAX_RECEIVES)),
+            events: Arc::new(SqliteQueue::new(db, "events", MAX_RECEIVES)),
             objects: Arc::new(ObjectStoreObjects::local(&dir.join("objects"))?),
             embedded: Some(table),
         })
@@ -62,16 +108,15 @@ impl Stores {
     pub async fn aws(settings: &AwsSettings, resources: &AwsResources) -> anyhow::Result<Self> {
         let sdk = settings.load().await;
         let table = DynamoTable::new(aws_sdk_dynamodb::Client::new(&sdk), &resources.table);
-        let queue = SqsQueue::new(
-            aws_sdk_sqs::Client::new(&sdk),
-            &resources.queue_url,
-            &resources.dlq_url,
-        );
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let queue = SqsQueue::new(sqs.clone(), &resources.queue_url, &resources.dlq_url);
+        let events = SqsQueue::new(sqs, &resources.events_queue_url, &resources.events_dlq_url);
         let objects =
             ObjectStoreObjects::s3(&resources.bucket, settings).context("configuring S3")?;
         Ok(Self {
             table: Arc::new(table),
             queue: Arc::new(queue),
+            events: Arc::new(events),
             objects: Arc::new(objects),
             embedded: None,
         })

@@ -1,0 +1,17 @@
+//! Lambda entry point of the trajectory API: wiring only.
+
+use agentrl_http::{AppOptions, app, lambda::options, telemetry};
+use agentrl_ingest::{TrajectoryState, service};
+use agentrl_store::Stores;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    telemetry::init();
+    let stores = Stores::aws_from_env().await?;
+    let state = TrajectoryState::new(stores.queue, stores.table.clone());
+    let options = AppOptions {
+        idempotency: Some(stores.table),
+        ..options("trajectories")
+    };
+    lambda_http::run(app(vec![service(state)], options)).await
+}

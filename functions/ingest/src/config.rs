@@ -1,0 +1,31 @@
+//! Per-tenant ingest settings: turn-reward weights and differential privacy.
+
+use agentrl_core::{privacy::DpConfig, trajectory::TurnRewardWeights};
+use serde::{Deserialize, Serialize};
+
+/// The name of the configuration document (`tenant#config#trajectories`).
+pub(crate) const CONFIG_NAME: &str = "trajectories";
+
+/// A tenant's ingest settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestConfig {
+    /// Weights of the turn-level reward (information gain, format, progress).
+    pub rewards: TurnRewardWeights,
+    /// Laplace noise on episode rewards, with the tenant's ε budget; off when absent.
+    pub differential_privacy: Option<DpConfig>,
+}
+
+impl IngestConfig {
+    /// Checks both parts; the error names the field.
+    pub(crate) fn validate(&self) -> Result<(), (String, String)> {
+        self.rewards
+            .validate()
+            .map_err(|e| (format!("rewards.{}", e.field), e.reason))?;
+        if let Some(dp) = &self.differential_privacy {
+            dp.validate()
+                .map_err(|e| (format!("differential_privacy.{}", e.field), e.reason))?;
+        }
+        Ok(())
+    }
+}

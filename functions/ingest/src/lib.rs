@@ -1,0 +1,99 @@
+//! Trajectory ingest. `POST /v1/trajectories` validates a trajectory and enqueues it (202);
+//! the queue worker turns batches of them into turn rows — rewarded per turn, anonymised,
+//! optionally with differentially private episode rewards — and writes one Parquet object per
+//! (tenant, date) of the batch under `trajectories/tenant=…/date=…/`.
+//!
+//! The same worker runs as the SQS-triggered Lambda (`bin/ingest.rs`) and in-process under
+//! `agentrl serve` over the embedded queue.
+
+mod config;
+mod envelope;
+mod ledger;
+mod paths;
+mod routes;
+mod rows;
+mod worker;
+
+use std::sync::Arc;
+
+use agentrl_http::Service;
+use agentrl_store::{
+    ports::{Queue, Table},
+    tenant_config::TenantConfig,
+};
+use axum::{
+    Router,
+    routing::{get, post},
+};
+use utoipa::OpenApi;
+
+pub use config::IngestConfig;
+pub use envelope::Envelope;
+pub use paths::object_path;
+pub use worker::{DrainOptions, Ingest, drain};
+
+/// The deployment's pseudonymiser, keyed by `AGENTRL_PSEUDONYM_SECRET` (on AWS resolved from
+/// Secrets Manager by the template; only the worker gets it).
+///
+/// # Errors
+/// When the secret is missing or shorter than the minimum.
+pub fn pseudonyms_from_env() -> anyhow::Result<std::sync::Arc<agentrl_core::privacy::Pseudonymizer>>
+{
+    use anyhow::Context;
+    let secret = std::env::var("AGENTRL_PSEUDONYM_SECRET")
+        .context("failed to load environment variable AGENTRL_PSEUDONYM_SECRET")?;
+    let pseudonyms = agentrl_core::privacy::Pseudonymizer::new(secret.as_bytes())
+        .context("AGENTRL_PSEUDONYM_SECRET")?;
+    Ok(std::sync::Arc::new(pseudonyms))
+}
+
+/// What the HTTP handlers need.
+#[derive(Clone)]
+pub struct TrajectoryState {
+    queue: Arc<dyn Queue>,
+    table: Arc<dyn Table>,
+    configs: TenantConfig<IngestConfig>,
+}
+
+impl TrajectoryState {
+    /// State over the queue trajectories are sent to and the table of tenant settings.
+    pub fn new(queue: Arc<dyn Queue>, table: Arc<dyn Table>) -> Self {
+        Self {
+            queue,
+            configs: TenantConfig::new(table.clone(), config::CONFIG_NAME),
+            table,
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        routes::post::post,
+        routes::config::get_config,
+        routes::config::put_config,
+        routes::privacy::budget,
+    ),
+    tags((name = "trajectories", description = "Trajectory collection for training"))
+)]
+struct TrajectoryApi;
+
+/// The trajectory routes and their OpenAPI document.
+pub fn service(state: TrajectoryState) -> Service {
+    let router = Router::new()
+        .route("/v1/trajectories", post(routes::post::post))
+        .route(
+            "/v1/config/trajectories",
+            get(routes::config::get_config).put(routes::config::put_config),
+        )
+        .route("/v1/privacy/budget", get(routes::privacy::budget))
+        .with_state(state)
+        // These routes keep the default limit (a trajectory must also fit a queue message).
+        .layer(axum::extract::DefaultBodyLimit::max(
+            agentrl_http::DEFAULT_BODY_LIMIT,
+        ));
+    Service {
+        router,
+        openapi: TrajectoryApi::openapi(),
+    }
+}

@@ -1,0 +1,62 @@
+//! `POST /v1/trajectories`: validate a trajectory and enqueue it for the worker.
+
+use agentrl_core::trajectory::Trajectory;
+use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
+use agentrl_store::{StoreError, retry::now_ms};
+use axum::{Json, extract::State, http::StatusCode};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::{Envelope, TrajectoryState};
+
+/// The receipt of an accepted trajectory.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Accepted {
+    /// The trajectory, as posted.
+    trajectory_id: String,
+    /// The queue message carrying it (its rows record it as `message_id`).
+    message_id: String,
+    /// Always `queued`: the rows appear in the turn table once the worker has run.
+    status: &'static str,
+}
+
+/// Accept a trajectory.
+///
+/// Validated in full before anything is enqueued (ids, turns, token lists of equal length,
+/// logprobs finite and ≤ 0, sizes; see docs/trajectories.md); a refusal names the field.
+/// The worker then scores its turns, anonymises it and writes it to the turn table.
+#[utoipa::path(post, path = "/v1/trajectories", tag = "trajectories",
+    request_body(content = Object, description = "A trajectory (docs/trajectories.md)"),
+    responses(
+        (status = 202, description = "Queued", body = Accepted),
+        (status = 400, description = "Invalid trajectory (the field is named)", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Larger than a queue message (256 KiB)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn post(
+    State(state): State<TrajectoryState>,
+    Tenant(tenant): Tenant,
+    ValidJson(trajectory): ValidJson<Trajectory>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    trajectory
+        .validate()
+        .map_err(|e| ApiError::invalid(e.field, e.reason))?;
+    let trajectory_id = trajectory.trajectory_id.clone();
+    let envelope = Envelope {
+        tenant: tenant.as_str().to_owned(),
+        received_at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
+        trajectory,
+    };
+    let body = serde_json::to_string(&envelope).map_err(|e| ApiError::internal(&e))?;
+    let message_id = state.queue.send(&body).await.map_err(|e| match e {
+        StoreError::Invalid(reason) => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, reason),
+        other => other.into(),
+    })?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            trajectory_id,
+            message_id,
+            status: "queued",
+        }),
+    ))
+}

@@ -1,0 +1,246 @@
+//! The queue worker: a batch of trajectory messages in, Parquet objects out.
+//!
+//! Every message ends in exactly one place: its rows in a Parquet object (then it is
+//! acknowledged), the dead-letter queue with the reason (malformed or invalid: retrying cannot
+//! help), or back on the queue for a retry (a store failed). A redelivered batch rewrites the
+//! same objects, because object names come from the message ids.
+
+use std::{collections::BTreeMap, collections::HashSet, sync::Arc, time::Duration};
+
+use agentrl_core::{
+    TenantId,
+    calendar::utc_date,
+    privacy::{Pseudonymizer, Scrubber, TENANT, anonymize},
+    trajectory::turn_rewards,
+};
+use agentrl_store::{
+    StoreError,
+    ports::{Message, Objects, Queue, Table},
+    tenant_config::TenantConfig,
+};
+use agentrl_turns::{TurnRow, TurnWriter, WriterOptions};
+use anyhow::Context;
+
+use crate::{
+    Envelope,
+    config::{CONFIG_NAME, IngestConfig},
+    ledger,
+    paths::object_path,
+    rows::{Provenance, rows},
+};
+
+/// Why a message was not turned into rows.
+enum Failure {
+    /// Retrying cannot help: dead-letter it with this reason.
+    Poison(String),
+    /// A store failed: leave it on the queue for a retry.
+    Retry(anyhow::Error),
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Retry(e.into())
+    }
+}
+
+/// One message's rows, with the partition they go to.
+struct Prepared {
+    tenant: String,
+    date: String,
+    message_id: String,
+    rows: Vec<TurnRow>,
+}
+
+/// The worker's dependencies. Cheap to clone.
+#[derive(Clone)]
+pub struct Ingest {
+    table: Arc<dyn Table>,
+    objects: Arc<dyn Objects>,
+    queue: Arc<dyn Queue>,
+    configs: TenantConfig<IngestConfig>,
+    scrubber: Arc<Scrubber>,
+    pseudonyms: Arc<Pseudonymizer>,
+}
+
+impl Ingest {
+    /// A worker reading tenant settings from `table`, writing to `objects`, dead-lettering
+    /// through `queue` (the queue the messages came from).
+    pub fn new(
+        table: Arc<dyn Table>,
+        objects: Arc<dyn Objects>,
+        queue: Arc<dyn Queue>,
+        pseudonyms: Arc<Pseudonymizer>,
+    ) -> Self {
+        Self {
+            configs: TenantConfig::new(table.clone(), CONFIG_NAME),
+            table,
+            objects,
+            queue,
+            scrubber: Arc::new(Scrubber::new()),
+            pseudonyms,
+        }
+    }
+
+    /// Processes a batch; returns the ids of the messages to retry. Poison messages are
+    /// dead-lettered here, with their reason.
+    pub async fn process(&self, messages: &[Message]) -> Vec<String> {
+        let mut retry = Vec::new();
+        let mut dead = Vec::new();
+        let mut partitions: BTreeMap<(String, String), Vec<Prepared>> = BTreeMap::new();
+        for message in messages {
+            match self.prepare(message).await {
+                Ok(p) => partitions
+                    .entry((p.tenant.clone(), p.date.clone()))
+                    .or_default()
+                    .push(p),
+                Err(Failure::Poison(reason)) => dead.push((message, reason)),
+                Err(Failure::Retry(e)) => {
+                    tracing::warn!(message_id = %message.id, error = %format!("{e:#}"), "will retry");
+                    retry.push(message.id.clone());
+                }
+            }
+        }
+        for ((tenant, date), prepared) in partitions {
+            let ids: Vec<String> = prepared.iter().map(|p| p.message_id.clone()).collect();
+            let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let path = object_path(&tenant, &date, &id_refs);
+            let rows: Vec<TurnRow> = prepared.into_iter().flat_map(|p| p.rows).collect();
+            match self.write(&path, rows).await {
+                Ok(count) => {
+                    tracing::info!(object = %path, rows = count, messages = ids.len(), "turns written")
+                }
+                Err(e) => {
+                    tracing::warn!(object = %path, error = %format!("{e:#}"), "write failed; the batch's messages will be retried");
+                    retry.extend(ids);
+                }
+            }
+        }
+        for (message, reason) in dead {
+            tracing::warn!(message_id = %message.id, %reason, "dead-lettered");
+            if let Err(e) = self.queue.dead_letter(message, &reason).await {
+                tracing::warn!(message_id = %message.id, error = %e, "dead-lettering failed; will retry");
+                retry.push(message.id.clone());
+            }
+        }
+        retry
+    }
+
+    async fn prepare(&self, message: &Message) -> Result<Prepared, Failure> {
+        let envelope: Envelope = serde_json::from_str(&message.body)
+            .map_err(|e| Failure::Poison(format!("not a trajectory message: {e}")))?;
+        let tenant = TenantId::parse(&envelope.tenant)
+            .map_err(|e| Failure::Poison(format!("tenant: {e}")))?;
+        let mut t = envelope.trajectory;
+        t.validate().map_err(|e| {
+            Failure::Poison(format!("invalid trajectory: {}: {}", e.field, e.reason))
+        })?;
+        let config = self.configs.get(&tenant).await?;
+        // Rewards see the raw text (the safety rule looks for leaked secrets); nothing raw
+        // is written.
+        let rewards = turn_rewards(&t, &config.rewards, &self.scrubber);
+        let episode = t.final_outcome.as_ref().and_then(|o| o.reward);
+        let charge_id = self
+            .pseudonyms
+            .pseudonym("trajectory", &format!("{tenant}\0{}", t.trajectory_id));
+        let anonymized = anonymize(&mut t, &self.scrubber, &self.pseudonyms);
+        let (episode_reward, dp_epsilon) = match (episode, &config.differential_privacy) {
+            (Some(reward), Some(dp)) => {
+                let seed = self.pseudonyms.keyed_digest("dp-seed", &charge_id);
+                let released =
+                    ledger::release(&self.table, &tenant, &charge_id, reward, dp, seed).await?;
+                (released, released.map(|_| dp.epsilon))
+            }
+            (reward, _) => (reward, None),
+        };
+        let provenance = Provenance {
+            message_id: &message.id,
+            received_at_ms: envelope.received_at_ms,
+            pii_replacements: anonymized.found.values().sum(),
+            episode_reward,
+            dp_epsilon,
+        };
+        Ok(Prepared {
+            tenant: self.pseudonyms.pseudonym(TENANT, tenant.as_str()),
+            date: utc_date(envelope.received_at_ms),
+            message_id: message.id.clone(),
+            rows: rows(&t, &rewards, &provenance),
+        })
+    }
+
+    /// Encodes `rows` as one Parquet object at `path` (replacing any earlier copy).
+    async fn write(&self, path: &str, rows: Vec<TurnRow>) -> anyhow::Result<usize> {
+        let count = rows.len();
+        // Encoding is CPU-bound: keep it off the async workers.
+        let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
+            let mut writer = TurnWriter::new(Vec::new(), &WriterOptions::default())?;
+            for row in &rows {
+                writer.write(row)?;
+            }
+            Ok(writer.finish()?)
+        })
+        .await
+        .context("the Parquet encoder panicked")??;
+        self.objects.put(path, bytes.into()).await?;
+        Ok(count)
+    }
+}
+
+/// How the local worker reads the queue.
+#[derive(Debug, Clone, Copy)]
+pub struct DrainOptions {
+    /// Messages per batch (one Parquet object per tenant and date of a batch).
+    pub max_messages: usize,
+    /// How long a received message stays hidden before it is redelivered.
+    pub visibility: Duration,
+    /// How long to wait for the first message.
+    pub wait: Duration,
+}
+
+impl Default for DrainOptions {
+    fn default() -> Self {
+        Self {
+            max_messages: 1_000,
+            visibility: Duration::from_secs(60),
+            wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Receives one batch from `queue`, processes it and acknowledges what was handled; returns
+/// how many messages were received. The local counterpart of the SQS trigger.
+///
+/// # Errors
+/// When the queue fails.
+pub async fn drain(
+    ingest: &Ingest,
+    queue: &dyn Queue,
+    options: DrainOptions,
+) -> Result<usize, StoreError> {
+    let mut batch: Vec<Message> = Vec::new();
+    while batch.len() < options.max_messages {
+        let wait = if batch.is_empty() {
+            options.wait
+        } else {
+            Duration::ZERO
+        };
+        let got = queue
+            .receive(
+                (options.max_messages - batch.len()).min(10),
+                options.visibility,
+                wait,
+            )
+            .await?;
+        if got.is_empty() {
+            break;
+        }
+        batch.extend(got);
+    }
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let retry: HashSet<String> = ingest.process(&batch).await.into_iter().collect();
+    for message in batch.iter().filter(|m| !retry.contains(&m.id)) {
+        queue.delete(&message.receipt).await?;
+    }
+    Ok(batch.len())
+}

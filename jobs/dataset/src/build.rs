@@ -1,0 +1,401 @@
+//! One dataset per tenant: selection, deduplication, split, views, manifest, event.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufWriter, Write};
+
+use agentrl_core::calendar::utc_date;
+use agentrl_core::dataset::{
+    AgentStats, Episode, Group, Rules, Split, groups, near_duplicates, preference_pairs,
+    select_agents, split_of,
+};
+use agentrl_store::ports::{Objects, Queue};
+use agentrl_turns::{SCHEMA_VERSION, TABLE_PREFIX, TurnRow, TurnWriter, WriterOptions, read_turns};
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::{progress::Progress, read::catalog, upload::upload};
+
+/// Where datasets are written.
+pub const DATASETS_PREFIX: &str = "datasets/";
+
+/// One written file of a dataset.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileEntry {
+    /// Its object path.
+    pub path: String,
+    /// Its size.
+    pub bytes: u64,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+}
+
+/// How much went where.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counts {
+    /// Turn rows in `train.parquet`.
+    pub train_rows: u64,
+    /// Turn rows in `validation.parquet`.
+    pub validation_rows: u64,
+    /// Trajectories in train.
+    pub train_trajectories: u64,
+    /// Trajectories in validation.
+    pub validation_trajectories: u64,
+    /// Conversations in train (none of them is in validation).
+    pub train_conversations: u64,
+    /// Conversations in validation.
+    pub validation_conversations: u64,
+    /// Lines of `sft.jsonl`.
+    pub sft_examples: u64,
+    /// Lines of `preferences.jsonl`.
+    pub preference_pairs: u64,
+    /// Lines of `groups.jsonl`.
+    pub groups: u64,
+    /// Groups whose rewards are all equal (no GRPO signal).
+    pub zero_variance_groups: u64,
+    /// Episodes of selected agents in the window.
+    pub episodes_considered: u64,
+    /// Of those, dropped as near duplicates.
+    pub duplicates_removed: u64,
+    /// Agents that met the rules.
+    pub agents_selected: u64,
+}
+
+/// `manifest.json`: what a dataset holds and how it was made.
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    /// The turn-table schema version of the Parquet files.
+    pub schema_version: u32,
+    /// Date and a hash of the inputs and rules: the same inputs build the same id.
+    pub dataset_id: String,
+    /// The tenant partition (a keyed hash).
+    pub tenant: String,
+    /// When it was built (epoch ms).
+    pub created_at_ms: i64,
+    /// The rules used.
+    pub rules: Rules,
+    /// The counts.
+    pub counts: Counts,
+    /// Every file, by name (`train`, `validation`, `sft`, `preferences`, `groups`).
+    pub files: BTreeMap<String, FileEntry>,
+    /// SHA-256 over the files' hashes in name order: one value for the whole dataset.
+    pub content_hash: String,
+    /// The turn-table objects read.
+    pub source_objects: Vec<String>,
+    /// Every agent's counts in the window and whether it qualified.
+    pub agents: Vec<AgentStats>,
+}
+
+/// Builds one dataset per tenant of `objects` whose agents meet `rules` at `now_ms`, and sends
+/// `training.dataset.ready` for each on `events`. Returns the manifests written.
+///
+/// # Errors
+/// Invalid rules, an unreadable object, a failing store.
+pub async fn build(
+    objects: &dyn Objects,
+    events: &dyn Queue,
+    rules: &Rules,
+    now_ms: i64,
+) -> anyhow::Result<Vec<Manifest>> {
+    rules
+        .validate()
+        .map_err(|e| anyhow::anyhow!("rules: {e}"))?;
+    let mut tenants: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for meta in objects.list(TABLE_PREFIX).await? {
+        let tenant = meta
+            .path
+            .strip_prefix(TABLE_PREFIX)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|part| part.strip_prefix("tenant="));
+        if let (Some(tenant), true) = (tenant, meta.path.ends_with(".parquet")) {
+            tenants
+                .entry(tenant.to_owned())
+                .or_default()
+                .push(meta.path);
+        }
+    }
+    let mut manifests = Vec::new();
+    for (tenant, paths) in tenants {
+        if let Some(manifest) = build_tenant(objects, rules, now_ms, &tenant, &paths).await? {
+            let event = json!({
+                "type": "training.dataset.ready",
+                "tenant": manifest.tenant,
+                "dataset_id": manifest.dataset_id,
+                "manifest": format!("{DATASETS_PREFIX}tenant={tenant}/{}/manifest.json", manifest.dataset_id),
+                "counts": manifest.counts,
+            });
+            events.send(&event.to_string()).await?;
+            tracing::info!(%tenant, dataset_id = %manifest.dataset_id, "training.dataset.ready sent");
+            manifests.push(manifest);
+        }
+    }
+    Ok(manifests)
+}
+
+/// Chat messages of one trajectory, for the SFT and preference views.
+type Messages = Vec<(String, String)>;
+
+/// The prompt (messages before the last assistant turn) and that turn's content.
+fn prompt_and_completion(messages: &Messages) -> Option<(Value, String)> {
+    let last = messages.iter().rposition(|(role, _)| role == "assistant")?;
+    let prompt = messages[..last]
+        .iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    Some((Value::Array(prompt), messages[last].1.clone()))
+}
+
+/// The writers of pass two.
+struct Outputs {
+    dir: tempfile::TempDir,
+    train: TurnWriter<BufWriter<std::fs::File>>,
+    validation: TurnWriter<BufWriter<std::fs::File>>,
+    sft: BufWriter<std::fs::File>,
+}
+
+impl Outputs {
+    fn create() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let file = |name: &str| -> anyhow::Result<BufWriter<std::fs::File>> {
+            Ok(BufWriter::new(std::fs::File::create(
+                dir.path().join(name),
+            )?))
+        };
+        let options = WriterOptions::default();
+        Ok(Self {
+            train: TurnWriter::new(file("train.parquet")?, &options)?,
+            validation: TurnWriter::new(file("validation.parquet")?, &options)?,
+            sft: file("sft.jsonl")?,
+            dir,
+        })
+    }
+}
+
+async fn build_tenant(
+    objects: &dyn Objects,
+    rules: &Rules,
+    now_ms: i64,
+    tenant: &str,
+    paths: &[String],
+) -> anyhow::Result<Option<Manifest>> {
+    let catalog = catalog(objects, paths).await?;
+    let agents = select_agents(&catalog.episodes, rules, now_ms);
+    let selected: HashSet<&str> = agents
+        .iter()
+        .filter(|a| a.selected)
+        .map(|a| a.agent_id.as_str())
+        .collect();
+    if selected.is_empty() {
+        tracing::info!(%tenant, "no agent meets the rules: no dataset");
+        return Ok(None);
+    }
+    let since = now_ms.saturating_sub(i64::from(rules.window_days) * 86_400_000);
+    let candidates: Vec<&Episode> = catalog
+        .episodes
+        .iter()
+        .filter(|e| selected.contains(e.agent_id.as_str()))
+        .filter(|e| (since..=now_ms).contains(&e.ingested_at_ms))
+        .collect();
+    let duplicate = near_duplicates(
+        &candidates.iter().map(|e| &e.signature).collect::<Vec<_>>(),
+        rules.near_duplicate_jaccard,
+    );
+    let kept: Vec<&Episode> = candidates
+        .iter()
+        .zip(&duplicate)
+        .filter(|(_, d)| !**d)
+        .map(|(e, _)| *e)
+        .collect();
+    let kept_ids: HashMap<&str, &Episode> = kept
+        .iter()
+        .map(|e| (e.trajectory_id.as_str(), *e))
+        .collect();
+    let grpo: Vec<Group> = groups(&kept, rules.min_group_size);
+    let pairs = preference_pairs(&kept, &grpo, rules.preference_margin);
+    let in_pairs: HashSet<&str> = pairs
+        .iter()
+        .flat_map(|p| [p.chosen.as_str(), p.rejected.as_str()])
+        .collect();
+
+    let mut out = Outputs::create()?;
+    let mut counts = Counts {
+        episodes_considered: candidates.len() as u64,
+        duplicates_removed: (candidates.len() - kept.len()) as u64,
+        agents_selected: selected.len() as u64,
+        groups: grpo.len() as u64,
+        zero_variance_groups: grpo.iter().filter(|g| g.zero_variance).count() as u64,
+        ..Counts::default()
+    };
+    let mut conversations: [HashSet<String>; 2] = [HashSet::new(), HashSet::new()];
+    let mut open: HashMap<String, Messages> = HashMap::new();
+    let mut finished: HashMap<String, (Value, String)> = HashMap::new();
+    let mut progress = Progress::start("writing splits", paths.len() as u64);
+    for (object, path) in paths.iter().enumerate() {
+        let bytes = objects
+            .get(path)
+            .await?
+            .with_context(|| format!("{path} vanished"))?;
+        for row in read_turns(bytes).with_context(|| format!("reading {path}"))? {
+            let row: TurnRow = row.with_context(|| format!("reading {path}"))?;
+            let Some(episode) = kept_ids.get(row.trajectory_id.as_str()) else {
+                continue;
+            };
+            if catalog.owner.get(&row.trajectory_id) != Some(&object) {
+                continue;
+            }
+            let split = split_of(
+                &row.conversation_id,
+                rules.split_seed,
+                rules.validation_fraction,
+            );
+            let side = usize::from(split == Split::Validation);
+            conversations[side].insert(row.conversation_id.clone());
+            let first = row.turn_index == 0;
+            match split {
+                Split::Train => {
+                    out.train.write(&row)?;
+                    counts.train_rows += 1;
+                    counts.train_trajectories += u64::from(first);
+                }
+                Split::Validation => {
+                    out.validation.write(&row)?;
+                    counts.validation_rows += 1;
+                    counts.validation_trajectories += u64::from(first);
+                }
+            }
+            let positive = rules.is_positive(episode);
+            if !positive && !in_pairs.contains(row.trajectory_id.as_str()) {
+                continue;
+            }
+            let last = row.turn_index + 1 >= row.turn_count;
+            open.entry(row.trajectory_id.clone())
+                .or_default()
+                .push((row.role.clone(), row.content.clone()));
+            if !last {
+                continue;
+            }
+            let messages = open.remove(&row.trajectory_id).unwrap_or_default();
+            let Some((prompt, completion)) = prompt_and_completion(&messages) else {
+                continue;
+            };
+            if positive {
+                let line = json!({
+                    "trajectory_id": row.trajectory_id,
+                    "conversation_id": row.conversation_id,
+                    "split": if side == 0 { "train" } else { "validation" },
+                    "prompt": prompt,
+                    "completion": [{"role": "assistant", "content": completion}],
+                    "reward": episode.reward,
+                });
+                writeln!(out.sft, "{line}")?;
+                counts.sft_examples += 1;
+            }
+            if in_pairs.contains(row.trajectory_id.as_str()) {
+                finished.insert(row.trajectory_id.clone(), (prompt, completion));
+            }
+        }
+        progress.advance(1);
+    }
+    progress.finish();
+    counts.train_conversations = conversations[0].len() as u64;
+    counts.validation_conversations = conversations[1].len() as u64;
+
+    let dir = out.dir.path().to_owned();
+    out.train.finish()?.flush()?;
+    out.validation.finish()?.flush()?;
+    out.sft.flush()?;
+    let mut preferences = BufWriter::new(std::fs::File::create(dir.join("preferences.jsonl"))?);
+    for pair in &pairs {
+        let (Some((prompt, chosen)), Some((_, rejected))) =
+            (finished.get(&pair.chosen), finished.get(&pair.rejected))
+        else {
+            continue;
+        };
+        let line = json!({
+            "group_id": pair.group_id,
+            "prompt": prompt,
+            "chosen": [{"role": "assistant", "content": chosen}],
+            "rejected": [{"role": "assistant", "content": rejected}],
+            "chosen_reward": pair.chosen_reward,
+            "rejected_reward": pair.rejected_reward,
+            "chosen_trajectory_id": pair.chosen,
+            "rejected_trajectory_id": pair.rejected,
+        });
+        writeln!(preferences, "{line}")?;
+        counts.preference_pairs += 1;
+    }
+    preferences.flush()?;
+    let mut group_lines = BufWriter::new(std::fs::File::create(dir.join("groups.jsonl"))?);
+    for group in &grpo {
+        writeln!(group_lines, "{}", serde_json::to_string(group)?)?;
+    }
+    group_lines.flush()?;
+
+    let dataset_id = dataset_id(tenant, rules, paths, now_ms)?;
+    let root = format!("{DATASETS_PREFIX}tenant={tenant}/{dataset_id}");
+    let mut files = BTreeMap::new();
+    for (name, file) in [
+        ("groups", "groups.jsonl"),
+        ("preferences", "preferences.jsonl"),
+        ("sft", "sft.jsonl"),
+        ("train", "train.parquet"),
+        ("validation", "validation.parquet"),
+    ] {
+        let mut handle = std::fs::File::open(dir.join(file))?;
+        let done = upload(objects, &format!("{root}/{file}"), &mut handle).await?;
+        files.insert(
+            name.to_owned(),
+            FileEntry {
+                path: done.path,
+                bytes: done.bytes,
+                sha256: done.sha256,
+            },
+        );
+    }
+    let mut whole = Sha256::new();
+    for entry in files.values() {
+        whole.update(entry.sha256.as_bytes());
+    }
+    let manifest = Manifest {
+        schema_version: SCHEMA_VERSION,
+        dataset_id,
+        tenant: tenant.to_owned(),
+        created_at_ms: now_ms,
+        rules: rules.clone(),
+        counts,
+        files,
+        content_hash: hex::encode(whole.finalize()),
+        source_objects: paths.to_vec(),
+        agents,
+    };
+    objects
+        .put(
+            &format!("{root}/manifest.json"),
+            serde_json::to_vec_pretty(&manifest)?.into(),
+        )
+        .await?;
+    Ok(Some(manifest))
+}
+
+/// `YYYY-MM-DD-<12 hex>`: the build date and a hash of the tenant, rules and source objects, so
+/// a rerun on the same inputs rewrites the same dataset instead of adding one.
+fn dataset_id(
+    tenant: &str,
+    rules: &Rules,
+    paths: &[String],
+    now_ms: i64,
+) -> anyhow::Result<String> {
+    let mut hash = Sha256::new();
+    hash.update(tenant.as_bytes());
+    hash.update(serde_json::to_vec(rules)?);
+    for path in paths {
+        hash.update(path.as_bytes());
+        hash.update([0]);
+    }
+    Ok(format!(
+        "{}-{}",
+        utc_date(now_ms),
+        &hex::encode(hash.finalize())[..12]
+    ))
+}

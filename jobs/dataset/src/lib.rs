@@ -1,0 +1,19 @@
+//! The dataset job: reads the turn table (`trajectories/tenant=…/date=…/*.parquet`), keeps the
+//! episodes of agents that meet the rules, removes near duplicates, splits by conversation and
+//! writes, per tenant, `datasets/tenant=…/<dataset_id>/`:
+//!
+//! - `train.parquet`, `validation.parquet`: turn rows (turn-table schema), no conversation in both;
+//! - `sft.jsonl`: positive episodes as prompt messages → final assistant completion;
+//! - `preferences.jsonl`: per GRPO group, its best against its worst episode;
+//! - `groups.jsonl`: GRPO groups with their reward mean/std and a zero-variance flag;
+//! - `manifest.json`: schema version, counts, content hashes, source objects, the rules used.
+//!
+//! Then it sends `training.dataset.ready` on the event queue. Runs locally
+//! (`agentrl dataset build`) and on AWS from an EventBridge schedule (`bin/dataset.rs`).
+
+mod build;
+mod progress;
+mod read;
+mod upload;
+
+pub use build::{DATASETS_PREFIX, Manifest, build};

@@ -1,0 +1,77 @@
+//! Pass one over the turn table: one [`Episode`] per trajectory.
+
+use std::collections::HashMap;
+
+use agentrl_core::dataset::{Episode, MinHash};
+use agentrl_store::ports::Objects;
+use agentrl_turns::read_turns;
+use anyhow::Context;
+
+use crate::progress::Progress;
+
+/// How much of a trajectory's text feeds its near-duplicate signature.
+const SIGNATURE_TEXT_BYTES: usize = 16 * 1024;
+
+/// The episodes of `objects` (in path order) and, per trajectory, the index of the object
+/// that holds it: a trajectory redelivered in a later batch also sits in a later object, and
+/// only its first copy counts.
+pub(crate) struct Catalog {
+    pub episodes: Vec<Episode>,
+    pub owner: HashMap<String, usize>,
+}
+
+struct Pending {
+    episode: Episode,
+    text: String,
+}
+
+/// Reads every object once, keeping a summary per trajectory (never the rows).
+pub(crate) async fn catalog(objects: &dyn Objects, paths: &[String]) -> anyhow::Result<Catalog> {
+    let mut progress = Progress::start("reading trajectories", paths.len() as u64);
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (object, path) in paths.iter().enumerate() {
+        let bytes = objects
+            .get(path)
+            .await?
+            .with_context(|| format!("{path} vanished while the job ran"))?;
+        for row in read_turns(bytes).with_context(|| format!("reading {path}"))? {
+            let row = row.with_context(|| format!("reading {path}"))?;
+            if *owner.entry(row.trajectory_id.clone()).or_insert(object) != object {
+                continue;
+            }
+            let slot = *index.entry(row.trajectory_id.clone()).or_insert_with(|| {
+                pending.push(Pending {
+                    episode: Episode {
+                        trajectory_id: row.trajectory_id.clone(),
+                        conversation_id: row.conversation_id.clone(),
+                        agent_id: row.agent_id.clone(),
+                        group_id: row.group_id.clone(),
+                        reward: row.episode_reward,
+                        success: row.episode_success,
+                        ingested_at_ms: row.ingested_at_ms,
+                        signature: MinHash::of(""),
+                    },
+                    text: String::new(),
+                });
+                pending.len() - 1
+            });
+            let text = &mut pending[slot].text;
+            if text.len() < SIGNATURE_TEXT_BYTES {
+                text.push_str(&row.content);
+                text.push('\n');
+            }
+        }
+        progress.advance(1);
+    }
+    progress.finish();
+    let episodes = pending
+        .into_iter()
+        .map(|p| Episode {
+            signature: MinHash::of(&p.text),
+            ..p.episode
+        })
+        .collect();
+    Ok(Catalog { episodes, owner })
+}

@@ -1,0 +1,212 @@
+//! The dataset job over the turn table the worker wrote.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use agentrl_core::{dataset::Rules, privacy::TENANT};
+use agentrl_ingest::{DrainOptions, drain};
+use agentrl_store::Stores;
+use agentrl_turns::read_turns;
+use serde_json::{Value, json};
+
+use crate::helpers::{NOON, envelope, pseudonyms, trajectory, worker};
+
+const WORDS: &[&str] = &[
+    "parser", "cache", "retry", "ledger", "schema", "socket", "thread", "invoice", "budget",
+    "tensor", "shard", "lease", "cursor", "queue", "vector", "kernel", "router", "bucket",
+    "signal", "window", "packet", "stream", "module", "driver",
+];
+
+/// A trajectory whose text is its own (distinct word sequences), so only true copies are
+/// near duplicates.
+fn distinct(id: &str, i: usize, group: Option<&str>, reward: f64) -> Value {
+    let mut t = trajectory(id, &format!("c-{i}"), "agent-1", group, reward);
+    let sentence: Vec<&str> = (0..14)
+        .map(|k| WORDS[(i * 7 + k * 5 + k * k * i) % WORDS.len()])
+        .collect();
+    t["turns"][1]["content"] = json!(format!("Fixed the {} issue", sentence.join(" ")));
+    t
+}
+
+async fn send_and_drain(stores: &Stores, bodies: &[String]) {
+    stores.queue.send_batch(bodies).await.unwrap();
+    let options = DrainOptions {
+        max_messages: 100,
+        visibility: Duration::from_secs(30),
+        wait: Duration::from_secs(1),
+    };
+    let mut seen = 0;
+    while seen < bodies.len() {
+        seen += drain(&worker(stores), stores.queue.as_ref(), options)
+            .await
+            .unwrap();
+    }
+}
+
+/// Three batches: tenant-a's 13 trajectories (two GRPO groups, one near-copy), tenant-b's 5,
+/// then one of tenant-a's sent again in a later batch.
+pub async fn ingest_sample(stores: &Stores) {
+    let rewards = [0.9, 0.1, 0.5, 0.3, 0.6, 0.6];
+    let mut first: Vec<String> = (0..12)
+        .map(|i| {
+            let group = match i {
+                0..4 => Some("g1"),
+                4..6 => Some("g2"),
+                _ => None,
+            };
+            let reward = rewards.get(i).copied().unwrap_or(0.5);
+            envelope(
+                "tenant-a",
+                NOON,
+                distinct(&format!("t-{i}"), i, group, reward),
+            )
+        })
+        .collect();
+    let mut copy = distinct("t-copy", 7, None, 0.5);
+    copy["conversation_id"] = json!("c-copy");
+    first.push(envelope("tenant-a", NOON, copy));
+    send_and_drain(stores, &first).await;
+    let second: Vec<String> = (0..5)
+        .map(|i| {
+            envelope(
+                "tenant-b",
+                NOON,
+                distinct(&format!("b-{i}"), 100 + i, None, 0.7),
+            )
+        })
+        .collect();
+    send_and_drain(stores, &second).await;
+    send_and_drain(
+        stores,
+        &[envelope(
+            "tenant-a",
+            NOON,
+            distinct("t-3", 3, Some("g1"), 0.3),
+        )],
+    )
+    .await;
+}
+
+pub async fn datasets_split_by_conversation_without_duplicates(stores: &Stores) {
+    ingest_sample(stores).await;
+    let rules = Rules {
+        min_positive_feedback: 0,
+        min_high_quality_interactions: 0,
+        validation_fraction: 0.3,
+        ..Rules::default()
+    };
+    let now = NOON + 3_600_000;
+    let manifests =
+        agentrl_dataset::build(stores.objects.as_ref(), stores.events.as_ref(), &rules, now)
+            .await
+            .unwrap();
+    assert_eq!(manifests.len(), 2, "one dataset per tenant");
+    let a = manifests
+        .iter()
+        .find(|m| m.tenant == pseudonyms().pseudonym(TENANT, "tenant-a"))
+        .unwrap();
+    let c = &a.counts;
+    assert_eq!((c.episodes_considered, c.duplicates_removed), (13, 1));
+    assert_eq!(c.train_trajectories + c.validation_trajectories, 12);
+    assert_eq!(
+        c.train_rows + c.validation_rows,
+        24,
+        "t-3's second copy is not in the dataset"
+    );
+    assert!(c.validation_trajectories > 0 && c.train_trajectories > 0);
+    assert_eq!(
+        (c.groups, c.zero_variance_groups, c.preference_pairs),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        c.sft_examples, 12,
+        "every kept episode has a positive reward"
+    );
+
+    let mut conversations: Vec<BTreeSet<String>> = Vec::new();
+    let mut turns = BTreeSet::new();
+    for split in ["train", "validation"] {
+        let bytes = stores
+            .objects
+            .get(&a.files[split].path)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut seen = BTreeSet::new();
+        for row in read_turns(bytes).unwrap() {
+            let row = row.unwrap();
+            assert!(
+                turns.insert((row.trajectory_id.clone(), row.turn_index)),
+                "a turn twice"
+            );
+            seen.insert(row.conversation_id);
+        }
+        conversations.push(seen);
+    }
+    assert!(
+        conversations[0].is_disjoint(&conversations[1]),
+        "no conversation in both splits"
+    );
+    let manifest = stores
+        .objects
+        .get(&format!(
+            "datasets/tenant={}/{}/manifest.json",
+            a.tenant, a.dataset_id
+        ))
+        .await
+        .unwrap()
+        .expect("manifest.json beside the splits");
+    let manifest: Value = serde_json::from_slice(&manifest).unwrap();
+    assert_eq!(manifest["schema_version"], 1);
+    assert_eq!(manifest["content_hash"], a.content_hash);
+    let preferences = stores
+        .objects
+        .get(&a.files["preferences"].path)
+        .await
+        .unwrap()
+        .unwrap();
+    let pair: Value =
+        serde_json::from_slice(preferences.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(
+        (
+            pair["chosen_trajectory_id"].as_str(),
+            pair["rejected_trajectory_id"].as_str()
+        ),
+        (Some("t-0"), Some("t-1"))
+    );
+
+    let events = stores
+        .events
+        .receive(10, Duration::from_secs(30), Duration::from_secs(1))
+        .await
+        .unwrap();
+    let mut ready: Vec<Value> = events
+        .iter()
+        .map(|m| serde_json::from_str(&m.body).unwrap())
+        .collect();
+    if ready.len() < 2 {
+        let more = stores
+            .events
+            .receive(10, Duration::from_secs(30), Duration::from_secs(1))
+            .await
+            .unwrap();
+        ready.extend(
+            more.iter()
+                .map(|m| serde_json::from_str::<Value>(&m.body).unwrap()),
+        );
+    }
+    assert_eq!(ready.len(), 2);
+    assert!(ready.iter().all(|e| e["type"] == "training.dataset.ready"));
+
+    let again =
+        agentrl_dataset::build(stores.objects.as_ref(), stores.events.as_ref(), &rules, now)
+            .await
+            .unwrap();
+    let ids = |ms: &[agentrl_dataset::Manifest]| {
+        ms.iter().map(|m| m.dataset_id.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(&again),
+        ids(&manifests),
+        "the same inputs build the same datasets"
+    );
+}
