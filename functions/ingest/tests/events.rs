@@ -25,10 +25,7 @@ fn with_body(mut event: Value, body: &Value) -> Value {
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
-    let (status, body) = agentrl_http::lambda::invoke(app, &event.to_string())
-        .await
-        .unwrap();
-    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    agentrl_http::lambda::invoke_json(app, event).await.unwrap()
 }
 
 fn lambda_app(stores: &Stores) -> Router {

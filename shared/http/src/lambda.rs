@@ -69,6 +69,18 @@ pub async fn invoke(app: &Router, event: &str) -> anyhow::Result<(u16, Bytes)> {
     Ok((status, body))
 }
 
+/// [`invoke`] for JSON: the event as a value, the body parsed (`Null` when it is not JSON).
+///
+/// # Errors
+/// When `event` is not an API Gateway event.
+pub async fn invoke_json(
+    app: &Router,
+    event: &serde_json::Value,
+) -> anyhow::Result<(u16, serde_json::Value)> {
+    let (status, body) = invoke(app, &event.to_string()).await?;
+    Ok((status, serde_json::from_slice(&body).unwrap_or_default()))
+}
+
 fn env(key: &str) -> anyhow::Result<String> {
     std::env::var(key).with_context(|| format!("failed to load environment variable {key}"))
 }

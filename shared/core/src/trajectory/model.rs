@@ -106,6 +106,25 @@ pub struct Turn {
     pub tokenizer: Option<String>,
 }
 
+impl Turn {
+    /// A turn of plain text: no tool call, result, error, reward or tokens.
+    pub fn text(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_call: None,
+            tool_result: None,
+            error: None,
+            reward: None,
+            prompt_token_ids: None,
+            response_token_ids: None,
+            loss_mask: None,
+            behavior_logprobs: None,
+            tokenizer: None,
+        }
+    }
+}
+
 /// A call the assistant made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -283,19 +283,7 @@ mod tests {
     use serde_json::json;
 
     fn turn(role: Role, content: &str) -> Turn {
-        Turn {
-            role,
-            content: content.to_owned(),
-            tool_call: None,
-            tool_result: None,
-            error: None,
-            reward: None,
-            prompt_token_ids: None,
-            response_token_ids: None,
-            loss_mask: None,
-            behavior_logprobs: None,
-            tokenizer: None,
-        }
+        Turn::text(role, content)
     }
 
     fn valid() -> Trajectory {
