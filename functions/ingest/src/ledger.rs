@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use agentrl_core::{
     TenantId,
-    privacy::{DpConfig, PrivacyLedger, laplace_noise},
+    privacy::{DpConfig, PrivacyLedger},
 };
 use agentrl_store::{
     StoreError,
@@ -53,10 +53,9 @@ pub(crate) async fn release(
     seed: [u8; 32],
 ) -> Result<Option<f64>, StoreError> {
     let noisy = |charge: Charge| {
-        (charge.epsilon > 0.0).then(|| {
-            reward.clamp(-dp.sensitivity / 2.0, dp.sensitivity / 2.0)
-                + laplace_noise(seed, dp.scale())
-        })
+        (charge.epsilon > 0.0)
+            .then(|| dp.noisy(reward, seed))
+            .flatten()
     };
     for attempt in 0..MAX_ATTEMPTS {
         if let Some(item) = table.get(&charge_key(t, trajectory_id)).await? {

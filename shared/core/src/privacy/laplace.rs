@@ -105,6 +105,15 @@ impl DpConfig {
             return None;
         }
         ledger.charge(self.epsilon, self.budget).ok()?;
+        self.noisy(value, seed)
+    }
+
+    /// `value` clamped to [−Δ/2, Δ/2] plus the noise of `seed`, without charging: for a value
+    /// whose release was already charged (the same seed gives the same noise).
+    pub fn noisy(&self, value: f64, seed: [u8; 32]) -> Option<f64> {
+        if value.is_nan() {
+            return None;
+        }
         let half = self.sensitivity / 2.0;
         let noisy = value.clamp(-half, half) + laplace_noise(seed, self.scale());
         noisy.is_finite().then_some(noisy)
