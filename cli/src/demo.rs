@@ -1,7 +1,12 @@
 //! `agentrl demo`: the local stack on the embedded store, and a scripted walk through the
-//! budget and attribution APIs that a person can read (every request and answer is printed).
+//! budget, attribution, diff-scoring and trajectory APIs that a person can read (every request
+//! and answer is printed).
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use agentrl_core::TenantId;
 use agentrl_http::{Auth, Metrics};
@@ -70,7 +75,7 @@ pub async fn run(data_dir: Option<PathBuf>, addr: SocketAddr) -> anyhow::Result<
         http: reqwest::Client::new(),
         base: format!("http://{}", running.addr),
     };
-    let result = walk(&c, &key, &other_key).await;
+    let result = walk(&c, &key, &other_key, &dir).await;
     running.stop().await?;
     result?;
     println!("\ndemo finished: every answer was as documented");
@@ -81,7 +86,7 @@ fn uuid_hex() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-async fn walk(c: &Client, key: &str, other: &str) -> anyhow::Result<()> {
+async fn walk(c: &Client, key: &str, other: &str, dir: &Path) -> anyhow::Result<()> {
     let (s, _) = c.call("GET", "/health", key, None).await?;
     ensure!(s == 200, "health answered {s}");
 
@@ -205,5 +210,97 @@ async fn walk(c: &Client, key: &str, other: &str) -> anyhow::Result<()> {
         )
         .await?;
     ensure!(s == 400 && p["field"] == "tokens", "bad input got {s}");
+    diffs(c, key).await?;
+    trajectories(c, key, dir).await
+}
+
+/// A one-line fix scores high; the same fix with a skipped test gets the floor.
+async fn diffs(c: &Client, key: &str) -> anyhow::Result<()> {
+    println!(
+        "\n  (scoring an agent's change: a minimal fix, then one that skips the failing test)"
+    );
+    let source = "def mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n\n\ndef spread(xs):\n    return max(xs) - min(xs)\n";
+    let test = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n";
+    let fixed = source.replace(
+        "    return total / len(xs)",
+        "    return total / max(len(xs), 1)",
+    );
+    let score = |after_test: &str| {
+        json!({
+            "before": {"files": {"stats.py": source, "test_stats.py": test}},
+            "after": {"files": {"stats.py": fixed, "test_stats.py": after_test}},
+            "tests_passed": true
+        })
+    };
+    let (s, honest) = c
+        .call("POST", "/v1/diffs/score", key, Some(score(test)))
+        .await?;
+    ensure!(
+        s == 200 && honest["flags"] == json!([]) && honest["exact"] == true,
+        "honest fix: {honest}"
+    );
+    let skipped = test.replace(
+        "def test_mean",
+        "import pytest\n\n\n@pytest.mark.skip\ndef test_mean",
+    );
+    let (_, gamed) = c
+        .call("POST", "/v1/diffs/score", key, Some(score(&skipped)))
+        .await?;
+    ensure!(
+        gamed["reward_multiplier"] == 0.1
+            && gamed["flags"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f["kind"] == "test_skipped")),
+        "a skipped test: {gamed}"
+    );
     Ok(())
+}
+
+/// A trajectory goes through the queue and the worker into the Parquet turn table.
+async fn trajectories(c: &Client, key: &str, dir: &Path) -> anyhow::Result<()> {
+    println!(
+        "\n  (collecting a trajectory: validated, queued, rewarded per turn, anonymised, written as Parquet)"
+    );
+    let trajectory = json!({
+        "trajectory_id": "traj-1", "agent_id": "coder-7", "conversation_id": "conv-1",
+        "user_id": "alice@example.com",
+        "turns": [
+            {"role": "user", "content": "mean() crashes on an empty list; mail me at alice@example.com"},
+            {"role": "assistant", "content": "Guarded the division in stats.mean; the tests pass."}
+        ],
+        "final_outcome": {"success": true, "reward": 1.0}
+    });
+    let (s, accepted) = c
+        .call("POST", "/v1/trajectories", key, Some(trajectory))
+        .await?;
+    ensure!(s == 202, "trajectory answered {s}: {accepted}");
+    let root = dir.join("objects").join("trajectories");
+    for _ in 0..150 {
+        if let Some(file) = parquet_under(&root) {
+            println!("\n  turn table object: {}", file.display());
+            println!(
+                "  (with --data-dir the data stays; query it: duckdb -c \"SELECT * FROM read_parquet('{}/**/*.parquet', hive_partitioning=true)\")",
+                root.display()
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the worker wrote no Parquet object within 15 s")
+}
+
+/// The first `.parquet` file below `dir`, if any.
+fn parquet_under(dir: &Path) -> Option<PathBuf> {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "parquet") {
+                return Some(path);
+            }
+        }
+    }
+    None
 }
