@@ -40,8 +40,7 @@ pub use worker::{DrainOptions, Ingest, drain};
 pub fn pseudonyms_from_env() -> anyhow::Result<std::sync::Arc<agentrl_core::privacy::Pseudonymizer>>
 {
     use anyhow::Context;
-    let secret = std::env::var("AGENTRL_PSEUDONYM_SECRET")
-        .context("failed to load environment variable AGENTRL_PSEUDONYM_SECRET")?;
+    let secret = agentrl_store::required_env("AGENTRL_PSEUDONYM_SECRET")?;
     let pseudonyms = agentrl_core::privacy::Pseudonymizer::new(secret.as_bytes())
         .context("AGENTRL_PSEUDONYM_SECRET")?;
     Ok(std::sync::Arc::new(pseudonyms))

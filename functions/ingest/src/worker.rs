@@ -139,12 +139,13 @@ impl Ingest {
         // is written.
         let rewards = turn_rewards(&t, &config.rewards, &self.scrubber);
         let episode = t.final_outcome.as_ref().and_then(|o| o.reward);
-        let charge_id = self
-            .pseudonyms
-            .pseudonym("trajectory", &format!("{tenant}\0{}", t.trajectory_id));
-        let anonymized = anonymize(&mut t, &self.scrubber, &self.pseudonyms);
         let (episode_reward, dp_epsilon) = match (episode, &config.differential_privacy) {
             (Some(reward), Some(dp)) => {
+                // Keyed by the raw trajectory id (before anonymisation may rewrite it), so a
+                // redelivery finds its charge.
+                let charge_id = self
+                    .pseudonyms
+                    .pseudonym("trajectory", &format!("{tenant}\0{}", t.trajectory_id));
                 let seed = self.pseudonyms.keyed_digest("dp-seed", &charge_id);
                 let released =
                     ledger::release(&self.table, &tenant, &charge_id, reward, dp, seed).await?;
@@ -152,6 +153,7 @@ impl Ingest {
             }
             (reward, _) => (reward, None),
         };
+        let anonymized = anonymize(&mut t, &self.scrubber, &self.pseudonyms);
         let provenance = Provenance {
             message_id: &message.id,
             received_at_ms: envelope.received_at_ms,

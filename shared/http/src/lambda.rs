@@ -5,6 +5,7 @@ use std::sync::Arc;
 use agentrl_store::{
     aws::{AwsSettings, DynamoTable},
     ports::Table,
+    required_env,
 };
 use anyhow::Context;
 use axum::{Router, body::Bytes};
@@ -26,9 +27,9 @@ pub async fn run_table_service(
     build: impl FnOnce(Arc<dyn Table>) -> Service,
 ) -> Result<(), lambda_http::Error> {
     telemetry::init();
-    let table = env("AGENTRL_TABLE")?;
+    let table = required_env("AGENTRL_TABLE")?;
     let settings = AwsSettings {
-        region: env("AWS_REGION")?,
+        region: required_env("AWS_REGION")?,
         endpoint: None,
         dummy_credentials: false,
     };
@@ -79,8 +80,4 @@ pub async fn invoke_json(
 ) -> anyhow::Result<(u16, serde_json::Value)> {
     let (status, body) = invoke(app, &event.to_string()).await?;
     Ok((status, serde_json::from_slice(&body).unwrap_or_default()))
-}
-
-fn env(key: &str) -> anyhow::Result<String> {
-    std::env::var(key).with_context(|| format!("failed to load environment variable {key}"))
 }

@@ -21,4 +21,4 @@ mod validate;
 
 pub use error::StoreError;
 pub use objects::ObjectStoreObjects;
-pub use stores::{AwsResources, MAX_RECEIVES, Stores};
+pub use stores::{AwsResources, MAX_RECEIVES, Stores, required_env};

@@ -46,8 +46,11 @@ pub struct AwsResources {
     pub bucket: String,
 }
 
-/// An environment variable, or an error naming it.
-fn env(key: &str) -> anyhow::Result<String> {
+/// An environment variable, or an error naming it: how every binary reads its configuration.
+///
+/// # Errors
+/// When the variable is unset or not UTF-8.
+pub fn required_env(key: &str) -> anyhow::Result<String> {
     std::env::var(key).with_context(|| format!("failed to load environment variable {key}"))
 }
 
@@ -60,12 +63,12 @@ impl AwsResources {
     /// A missing variable, named.
     pub fn from_env() -> anyhow::Result<Self> {
         Ok(Self {
-            table: env("AGENTRL_TABLE")?,
-            queue_url: env("AGENTRL_QUEUE_URL")?,
-            dlq_url: env("AGENTRL_DLQ_URL")?,
-            events_queue_url: env("AGENTRL_EVENTS_QUEUE_URL")?,
-            events_dlq_url: env("AGENTRL_EVENTS_DLQ_URL")?,
-            bucket: env("AGENTRL_BUCKET")?,
+            table: required_env("AGENTRL_TABLE")?,
+            queue_url: required_env("AGENTRL_QUEUE_URL")?,
+            dlq_url: required_env("AGENTRL_DLQ_URL")?,
+            events_queue_url: required_env("AGENTRL_EVENTS_QUEUE_URL")?,
+            events_dlq_url: required_env("AGENTRL_EVENTS_DLQ_URL")?,
+            bucket: required_env("AGENTRL_BUCKET")?,
         })
     }
 }
@@ -78,7 +81,7 @@ impl Stores {
     /// A missing variable, named, or a client that cannot be configured.
     pub async fn aws_from_env() -> anyhow::Result<Self> {
         let settings = AwsSettings {
-            region: env("AWS_REGION")?,
+            region: required_env("AWS_REGION")?,
             endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
             dummy_credentials: false,
         };
