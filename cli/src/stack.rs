@@ -10,12 +10,16 @@ use agentrl_attribution::AttributionState;
 use agentrl_budget::BudgetState;
 use agentrl_diff_score::DiffState;
 use agentrl_http::{AppOptions, Auth, Metrics, app};
+use agentrl_learning::LearningState;
+use agentrl_rewards::RewardState;
 use agentrl_store::Stores;
 use anyhow::Context;
 use tokio::{net::TcpListener, sync::watch};
 
 /// How often expired items are swept from the embedded store.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// How often the policy update loop visits the pending agents (the template's schedule).
+const POLICY_EVERY: Duration = Duration::from_secs(15 * 60);
 
 /// The composed application of every function.
 pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Router {
@@ -27,15 +31,21 @@ pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Route
             stores.queue.clone(),
             stores.table.clone(),
         )),
+        agentrl_rewards::service(RewardState::new(stores.table.clone())),
+        agentrl_learning::service(LearningState::new(
+            stores.table.clone(),
+            stores.queue.clone(),
+            stores.events.clone(),
+        )),
     ];
     app(
         services,
         AppOptions {
             auth,
             metrics,
-            // The largest limit of any function: a change's snapshots. The other functions
-            // bound their own fields, so the larger envelope costs them nothing.
-            body_limit: agentrl_diff_score::MAX_BODY_BYTES,
+            // The largest limit of any function: a verification's JUnit report. Every route
+            // layers its own limit, so the larger envelope costs the others nothing.
+            body_limit: agentrl_rewards::MAX_BODY_BYTES,
             idempotency: Some(stores.table.clone()),
         },
     )
@@ -78,6 +88,7 @@ pub async fn start(
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
+        stores.events.clone(),
         pseudonyms,
     );
     let queue = stores.queue.clone();
@@ -90,15 +101,21 @@ pub async fn start(
             }
         }
     });
+    let policy = agentrl_learning::policy(stores.table.clone(), stores.events.clone());
     let sweeper = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        let mut update = tokio::time::interval(POLICY_EVERY);
         loop {
             tokio::select! {
-                _ = tick.tick() => {
+                _ = sweep.tick() => {
                     if let Err(e) = stores.sweep_expired().await {
                         tracing::warn!(error = %format!("{e:#}"), "expiry sweep failed");
                     }
                 }
+                _ = update.tick() => match policy.run_pending().await {
+                    Ok(run) => tracing::info!(visited = run.visited, updated = run.updated, failed = run.failed, "policy update loop ran"),
+                    Err(e) => tracing::warn!(error = %e, "the policy update loop could not read the pending list"),
+                },
                 _ = sweep_stopped.changed() => break,
             }
         }

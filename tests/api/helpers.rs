@@ -12,6 +12,8 @@ pub struct Stack {
     pub key_a: String,
     pub key_b: String,
     pub http: reqwest::Client,
+    /// The stores the stack runs on, for tests that look behind the API.
+    pub stores: Stores,
     running: Option<Running>,
     _dir: Option<TempDir>,
 }
@@ -38,7 +40,7 @@ async fn spawn_on(stores: Stores, dir: Option<TempDir>) -> Stack {
     );
     let running = stack::start(
         "127.0.0.1:0".parse().unwrap(),
-        stores,
+        stores.clone(),
         auth,
         Metrics::Off,
         pseudonyms,
@@ -50,6 +52,7 @@ async fn spawn_on(stores: Stores, dir: Option<TempDir>) -> Stack {
         key_a,
         key_b,
         http: reqwest::Client::new(),
+        stores,
         running: Some(running),
         _dir: dir,
     }

@@ -6,4 +6,6 @@ mod budgets;
 mod concurrency;
 mod helpers;
 mod idempotency;
+mod learning;
 mod plumbing;
+mod rewards;

@@ -24,6 +24,7 @@ pub fn worker(stores: &Stores) -> Ingest {
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
+        stores.events.clone(),
         pseudonyms(),
     )
 }

@@ -183,6 +183,7 @@ pub async fn failed_write_leaves_the_messages_for_a_retry(
         stores.table.clone(),
         broken,
         stores.queue.clone(),
+        stores.events.clone(),
         pseudonyms(),
     );
     let first = receive_all(stores, 2, 1).await;

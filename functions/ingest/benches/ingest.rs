@@ -56,6 +56,7 @@ async fn main() {
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
+        stores.events.clone(),
         pseudonyms,
     );
     let options = DrainOptions {

@@ -1,4 +1,5 @@
-//! The queue worker: a batch of trajectory messages in, Parquet objects out.
+//! The queue worker: a batch of trajectory messages in, Parquet objects out (learning events
+//! in the same batch go to `agentrl_learning::Learner`).
 //!
 //! Every message ends in exactly one place: its rows in a Parquet object (then it is
 //! acknowledged), the dead-letter queue with the reason (malformed or invalid: retrying cannot
@@ -13,6 +14,7 @@ use agentrl_core::{
     privacy::{Pseudonymizer, Scrubber, TENANT, anonymize},
     trajectory::turn_rewards,
 };
+use agentrl_learning::{Learner, is_event_message};
 use agentrl_store::{
     StoreError,
     ports::{Message, Objects, Queue, Table},
@@ -60,18 +62,22 @@ pub struct Ingest {
     configs: TenantConfig<IngestConfig>,
     scrubber: Arc<Scrubber>,
     pseudonyms: Arc<Pseudonymizer>,
+    learner: Learner,
 }
 
 impl Ingest {
     /// A worker reading tenant settings from `table`, writing to `objects`, dead-lettering
-    /// through `queue` (the queue the messages came from).
+    /// through `queue` (the queue the messages came from); learning events are applied to
+    /// `table`, and what they change is announced on `events`.
     pub fn new(
         table: Arc<dyn Table>,
         objects: Arc<dyn Objects>,
         queue: Arc<dyn Queue>,
+        events: Arc<dyn Queue>,
         pseudonyms: Arc<Pseudonymizer>,
     ) -> Self {
         Self {
+            learner: Learner::new(table.clone(), queue.clone(), events),
             configs: TenantConfig::new(table.clone(), CONFIG_NAME),
             table,
             objects,
@@ -81,9 +87,23 @@ impl Ingest {
         }
     }
 
-    /// Processes a batch; returns the ids of the messages to retry. Poison messages are
+    /// Processes a batch — trajectories, and learning events (messages with an `event`),
+    /// each by its own worker; returns the ids of the messages to retry. Poison messages are
     /// dead-lettered here, with their reason.
     pub async fn process(&self, messages: &[Message]) -> Vec<String> {
+        let (events, trajectories): (Vec<Message>, Vec<Message>) = messages
+            .iter()
+            .cloned()
+            .partition(|m| is_event_message(&m.body));
+        let (mut retry, learned) = tokio::join!(
+            self.trajectories(&trajectories),
+            self.learner.process(&events)
+        );
+        retry.extend(learned);
+        retry
+    }
+
+    async fn trajectories(&self, messages: &[Message]) -> Vec<String> {
         let mut retry = Vec::new();
         let mut dead = Vec::new();
         let mut partitions: BTreeMap<(String, String), Vec<Prepared>> = BTreeMap::new();

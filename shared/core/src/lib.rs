@@ -9,8 +9,10 @@ pub mod attribution;
 pub mod budget;
 pub mod calendar;
 pub mod dataset;
+pub mod learning;
 pub mod privacy;
 pub mod tenant;
 pub mod trajectory;
+pub mod verify;
 
 pub use tenant::{TenantId, TenantIdError};

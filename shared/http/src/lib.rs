@@ -13,6 +13,7 @@ mod json;
 pub mod lambda;
 mod observe;
 mod problem;
+pub mod query;
 pub mod sqs;
 pub mod telemetry;
 

@@ -1,10 +1,10 @@
 //! `GET /v1/attributions`: the tenant's attributions as NDJSON, oldest first, paginated.
 
-use agentrl_http::{ApiError, Problem, Tenant};
+use agentrl_http::{ApiError, Problem, Tenant, query::link_next};
 use agentrl_store::StoreError;
 use axum::{
     extract::{Query, State},
-    http::{HeaderName, HeaderValue, StatusCode, header},
+    http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
 use serde::Deserialize;
@@ -74,13 +74,7 @@ pub(crate) async fn export(
         if params.to.is_some() {
             url.push_str(&format!("&to={to}"));
         }
-        let headers = response.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&format!("<{url}>; rel=\"next\"")) {
-            headers.insert(header::LINK, v);
-        }
-        if let Ok(v) = HeaderValue::from_str(&cursor) {
-            headers.insert(HeaderName::from_static("x-next-cursor"), v);
-        }
+        link_next(response.headers_mut(), &url, &cursor);
     }
     Ok(response)
 }

@@ -11,6 +11,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         stores.table,
         stores.objects,
         stores.queue,
+        stores.events,
         pseudonyms_from_env()?,
     );
     sqs::run(|messages| {

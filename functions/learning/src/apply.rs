@@ -1,0 +1,303 @@
+//! Applying a batch of one agent's new events: rewards, projection, relationships, replies
+//! and dedup markers, in transactions.
+//!
+//! Each transaction covers a chunk of events and every item they touch (≤ 100 writes): the
+//! agent item and each relationship and reply item conditioned on the version read, each
+//! event's marker conditioned on being absent. So a chunk is applied exactly once: a marker
+//! that already exists (a redelivered event) fails the transaction, the applied events are
+//! dropped and the rest retried; a concurrent writer on the same agent fails a version
+//! condition and the chunk is recomputed from fresh reads.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentrl_core::{
+    TenantId,
+    learning::{
+        AgentProjection, Event, EventBody, LearningConfig, Relationship, ReplyLedger, reward,
+    },
+};
+use agentrl_store::{
+    StoreError,
+    ports::{Condition, Key, Put, Write, encode},
+    retry::{MAX_ATTEMPTS, back_off, now_ms},
+};
+
+use crate::repo::{
+    AgentDoc, LearningRepo, MARKER_SECONDS, REPLY_SECONDS, Versioned, agent_key, marker_key,
+    pending_key, reply_key, user_key,
+};
+
+/// The most writes of one transaction (the table's limit).
+const MAX_WRITES: usize = 100;
+
+/// What applying a batch did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// Events applied now.
+    pub applied: usize,
+    /// Events that had been applied before (redeliveries).
+    pub duplicates: usize,
+}
+
+/// The reply an event touches: a reply names its own message id, a feedback its source id.
+fn reply_of(event: &Event) -> Option<&str> {
+    match &event.body {
+        EventBody::Reply(r) => Some(&r.message_id),
+        EventBody::Feedback(f) => f.source_id.as_deref(),
+        _ => None,
+    }
+}
+
+/// Splits `events` into chunks whose transaction stays within [`MAX_WRITES`]: the agent item,
+/// the pending entry, and per event its marker plus any relationship or reply not yet in the
+/// chunk.
+fn chunks(events: Vec<Event>) -> Vec<Vec<Event>> {
+    let mut out: Vec<Vec<Event>> = Vec::new();
+    let mut current: Vec<Event> = Vec::new();
+    let mut keys: BTreeSet<(u8, String)> = BTreeSet::new();
+    for event in events {
+        let mut new_keys = vec![(0u8, event.user_id.clone())];
+        if let Some(reply) = reply_of(&event) {
+            new_keys.push((1, reply.to_owned()));
+        }
+        let added = new_keys.iter().filter(|k| !keys.contains(k)).count();
+        if 2 + current.len() + keys.len() + 1 + added > MAX_WRITES && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+            keys.clear();
+        }
+        keys.extend(new_keys);
+        current.push(event);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The state one chunk reads and writes back.
+struct ChunkState {
+    agent: Versioned<AgentDoc>,
+    users: BTreeMap<String, Versioned<Relationship>>,
+    replies: BTreeMap<String, Versioned<ReplyLedger>>,
+}
+
+impl LearningRepo {
+    /// Applies `events` (all of `agent`, deduplicated by id within the batch) under
+    /// `config`; returns the agent's projection as written last, with what was done.
+    ///
+    /// # Errors
+    /// When a store fails, or the agent stayed contended for every attempt.
+    pub(crate) async fn apply(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        mut events: Vec<Event>,
+        config: &LearningConfig,
+    ) -> Result<(Applied, Option<AgentProjection>), StoreError> {
+        // A fixed order makes the chunks, and so the retries, deterministic.
+        events
+            .sort_by(|a, b| (a.occurred_at_ms, &a.event_id).cmp(&(b.occurred_at_ms, &b.event_id)));
+        let mut done = Applied::default();
+        let mut last = None;
+        for mut chunk in chunks(events) {
+            let mut attempt = 0;
+            loop {
+                if chunk.is_empty() {
+                    break;
+                }
+                let state = self.read_chunk(t, agent, &chunk).await?;
+                let (writes, projection) = build(t, agent, &chunk, state, config)?;
+                let markers = writes.len() - chunk.len()..writes.len();
+                match self.table.transact(writes).await {
+                    Ok(()) => {
+                        done.applied += chunk.len();
+                        last = Some(projection);
+                        break;
+                    }
+                    Err(StoreError::ConditionFailed { index })
+                        if index.is_some_and(|i| markers.contains(&i)) =>
+                    {
+                        let before = chunk.len();
+                        let mut fresh = Vec::with_capacity(before);
+                        for event in chunk {
+                            if !self.applied(t, agent, &event.event_id).await? {
+                                fresh.push(event);
+                            }
+                        }
+                        done.duplicates += before - fresh.len();
+                        chunk = fresh;
+                    }
+                    Err(StoreError::ConditionFailed { .. } | StoreError::Conflict)
+                        if attempt + 1 < MAX_ATTEMPTS =>
+                    {
+                        back_off(attempt).await;
+                        attempt += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok((done, last))
+    }
+
+    async fn read_chunk(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        chunk: &[Event],
+    ) -> Result<ChunkState, StoreError> {
+        let mut users = BTreeMap::new();
+        let mut replies = BTreeMap::new();
+        for event in chunk {
+            if !users.contains_key(&event.user_id) {
+                let r = self.relationship(t, agent, &event.user_id).await?;
+                users.insert(event.user_id.clone(), r);
+            }
+            if let Some(reply) = reply_of(event)
+                && !replies.contains_key(reply)
+            {
+                replies.insert(reply.to_owned(), self.reply(t, agent, reply).await?);
+            }
+        }
+        Ok(ChunkState {
+            agent: self.agent(t, agent).await?,
+            users,
+            replies,
+        })
+    }
+}
+
+fn put(key: Key, doc: serde_json::Value, expires_at: Option<u64>, condition: Condition) -> Write {
+    Write::Put(Put {
+        key,
+        doc,
+        expires_at,
+        condition,
+    })
+}
+
+/// The chunk's writes — markers last — and the projection they store.
+fn build(
+    t: &TenantId,
+    agent: &str,
+    chunk: &[Event],
+    state: ChunkState,
+    config: &LearningConfig,
+) -> Result<(Vec<Write>, AgentProjection), StoreError> {
+    let ChunkState {
+        agent: (mut doc, agent_version),
+        mut users,
+        mut replies,
+    } = state;
+    let weights = &config.rewards;
+    for event in chunk {
+        let r = reward(event, weights);
+        match &event.body {
+            EventBody::Reply(reply) => {
+                if let Some((ledger, _)) = replies.get_mut(&reply.message_id) {
+                    for credit in ledger.record_reply(event, reply, config) {
+                        doc.projection.credit(&credit);
+                    }
+                }
+            }
+            EventBody::Feedback(f) => {
+                if let Some((ledger, _)) = f.source_id.as_ref().and_then(|s| replies.get_mut(s))
+                    && let Some(credit) = ledger.record_feedback(&event.event_id, r)
+                {
+                    doc.projection.credit(&credit);
+                }
+            }
+            _ => {}
+        }
+        doc.projection.apply(event, r, config);
+        if let Some((relationship, _)) = users.get_mut(&event.user_id) {
+            relationship.apply(event, r, config);
+        }
+    }
+    // Retention runs from when the events were applied, not from when they happened: a
+    // redelivery comes within the queue's retention of the first delivery, whatever the
+    // events' own times.
+    let expiry = |seconds: u64| Some(now_ms() / 1_000 + seconds);
+    let mut writes = Vec::with_capacity(3 + users.len() + replies.len() + chunk.len());
+    let newly_pending = !doc.pending;
+    doc.pending = true;
+    let projection = doc.projection.clone();
+    writes.push(put(
+        agent_key(t, agent),
+        encode(&doc)?,
+        None,
+        Condition::at(agent_version),
+    ));
+    if newly_pending {
+        writes.push(put(
+            pending_key(t, agent),
+            serde_json::json!({}),
+            None,
+            Condition::None,
+        ));
+    }
+    for (user, (relationship, version)) in &users {
+        writes.push(put(
+            user_key(t, agent, user),
+            encode(relationship)?,
+            None,
+            Condition::at(*version),
+        ));
+    }
+    for (message, (ledger, version)) in &replies {
+        writes.push(put(
+            reply_key(t, agent, message),
+            encode(ledger)?,
+            expiry(REPLY_SECONDS),
+            Condition::at(*version),
+        ));
+    }
+    for event in chunk {
+        writes.push(put(
+            marker_key(t, agent, &event.event_id),
+            serde_json::json!({ "type": event.kind() }),
+            expiry(MARKER_SECONDS),
+            Condition::Absent,
+        ));
+    }
+    Ok((writes, projection))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feedback(id: usize, user: usize) -> Event {
+        serde_json::from_value(serde_json::json!({
+            "event_id": format!("e{id}"), "agent_id": "a", "user_id": format!("u{user}"),
+            "occurred_at_ms": 1, "type": "feedback.created", "value": 0.5,
+            "source_id": format!("m{id}"),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn chunks_stay_within_a_transaction() {
+        // Every event brings a new user and a new reply: three writes each.
+        let events: Vec<Event> = (0..100).map(|i| feedback(i, i)).collect();
+        let split = chunks(events);
+        assert_eq!(split.iter().map(Vec::len).sum::<usize>(), 100);
+        for c in &split {
+            let writes = 2 + c.len() * 3;
+            assert!(writes <= MAX_WRITES, "{writes} writes");
+        }
+        // One user, no replies: two writes each.
+        let events: Vec<Event> = (0..60)
+            .map(|i| {
+                let mut e = feedback(i, 0);
+                if let EventBody::Feedback(f) = &mut e.body {
+                    f.source_id = None;
+                }
+                e
+            })
+            .collect();
+        let split = chunks(events);
+        assert!(split.iter().all(|c| 3 + c.len() <= MAX_WRITES));
+        assert_eq!(split.len(), 1);
+    }
+}

@@ -1,0 +1,109 @@
+//! The agent-learning service: learning events (`feedback.created`, `ai.message.reply`,
+//! `session.ended`, `ai.action`) become bounded rewards and per-agent projections — summary,
+//! feedback aggregation, relationships, behaviour — from which a policy update loop moves
+//! each agent's traits, and which queue agents for dataset generation.
+//!
+//! Events arrive on the work queue (from `POST /v1/events` or straight from producers) and are
+//! applied by [`Learner`], which the ingest worker runs for every message that carries an
+//! `event`. The routes read and steer the projections; [`Policy`] is the update loop (the
+//! `learning-policy` binary runs it on a schedule).
+
+mod apply;
+mod envelope;
+mod policy;
+mod repo;
+mod routes;
+mod worker;
+
+use std::sync::Arc;
+
+use agentrl_http::Service;
+use agentrl_store::ports::{Queue, Table};
+use axum::{
+    Router,
+    routing::{get, post, put},
+};
+use utoipa::OpenApi;
+
+pub use envelope::{EventEnvelope, is_event_message};
+pub use policy::{PendingRun, Policy, UpdateReport};
+pub use repo::LearningRepo;
+pub use worker::Learner;
+
+/// What the handlers need.
+#[derive(Clone)]
+pub struct LearningState {
+    repo: LearningRepo,
+    policy: Policy,
+    queue: Arc<dyn Queue>,
+}
+
+impl LearningState {
+    /// State over `table`, sending events to `queue` (the work queue) and emitting updates on
+    /// `events`.
+    pub fn new(table: Arc<dyn Table>, queue: Arc<dyn Queue>, events: Arc<dyn Queue>) -> Self {
+        let repo = LearningRepo::new(table);
+        Self {
+            policy: Policy::new(repo.clone(), events),
+            repo,
+            queue,
+        }
+    }
+}
+
+/// The update loop over `table`, emitting on `events`: what the scheduled binary and
+/// `agentrl serve` run.
+pub fn policy(table: Arc<dyn Table>, events: Arc<dyn Queue>) -> Policy {
+    Policy::new(LearningRepo::new(table), events)
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        routes::events::post,
+        routes::agent::read,
+        routes::settings::put_settings,
+        routes::settings::unfreeze,
+        routes::update::update,
+        routes::reply::read,
+        routes::config::get_config,
+        routes::config::put_config,
+    ),
+    tags((name = "learning", description = "Learning events, agent projections and policy updates"))
+)]
+struct LearningApi;
+
+/// The learning routes and their OpenAPI document.
+pub fn service(state: LearningState) -> Service {
+    let router = Router::new()
+        .route("/v1/events", post(routes::events::post))
+        .route("/v1/agents/{id}/learning", get(routes::agent::read))
+        .route(
+            "/v1/agents/{id}/learning/settings",
+            put(routes::settings::put_settings),
+        )
+        .route(
+            "/v1/agents/{id}/learning/unfreeze",
+            post(routes::settings::unfreeze),
+        )
+        .route(
+            "/v1/agents/{id}/learning/update",
+            post(routes::update::update),
+        )
+        .route(
+            "/v1/agents/{id}/replies/{message_id}",
+            get(routes::reply::read),
+        )
+        .route(
+            "/v1/config/learning",
+            get(routes::config::get_config).put(routes::config::put_config),
+        )
+        .with_state(state)
+        .layer(axum::extract::DefaultBodyLimit::max(
+            agentrl_http::DEFAULT_BODY_LIMIT,
+        ));
+    Service {
+        router,
+        openapi: LearningApi::openapi(),
+    }
+}

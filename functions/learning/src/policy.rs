@@ -1,0 +1,296 @@
+//! The policy update loop: plan from the projection, apply (or, in shadow mode, only record),
+//! trigger dataset generation, and emit what changed on the event queue.
+//!
+//! Runs for one agent when its feedback crosses the threshold (from the worker), for every
+//! pending agent on a schedule (`learning-policy`), and on demand
+//! (`POST /v1/agents/{id}/learning/update`). Emitted events go through the agent item's
+//! outbox: written in the same write as the change, sent, then cleared, so a crash between
+//! the two sends them on the next run (at least once; consumers deduplicate by `event_id`).
+
+use std::sync::Arc;
+
+use agentrl_core::{
+    TenantId,
+    learning::{AgentProjection, Plan, dataset_due, plan},
+};
+use agentrl_store::{
+    StoreError,
+    ports::{Condition, Put, Queue, Write, encode},
+    retry::{MAX_ATTEMPTS, back_off, now_ms},
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::repo::{
+    AgentDoc, LearningRepo, Outbound, PENDING_SHARDS, SHADOW_LOG_LEN, ShadowEntry, agent_key,
+    pending_key,
+};
+
+/// What one update did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UpdateReport {
+    /// The plan computed from the projection.
+    #[schema(value_type = Object)]
+    pub plan: Plan,
+    /// Whether it changed the agent (and bumped its learning version).
+    pub applied: bool,
+    /// Whether the agent is in shadow mode (the plan was only recorded).
+    pub shadow: bool,
+    /// Whether the agent is frozen for review.
+    pub frozen: bool,
+    /// The learning version after the update.
+    pub learning_version: u64,
+    /// Whether the agent was queued for dataset generation.
+    pub dataset_requested: bool,
+}
+
+/// What a scheduled run did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PendingRun {
+    /// Agents visited.
+    pub visited: usize,
+    /// Agents whose policy changed.
+    pub updated: usize,
+    /// Agents that failed (left pending for the next run).
+    pub failed: usize,
+}
+
+/// The update loop's dependencies. Cheap to clone.
+#[derive(Clone)]
+pub struct Policy {
+    repo: LearningRepo,
+    events: Arc<dyn Queue>,
+}
+
+fn outbound(
+    t: &TenantId,
+    agent: &str,
+    kind: &str,
+    p: &AgentProjection,
+    now: i64,
+    detail: serde_json::Value,
+) -> Outbound {
+    Outbound {
+        event_id: uuid::Uuid::now_v7().to_string(),
+        kind: kind.to_owned(),
+        tenant: t.as_str().to_owned(),
+        agent_id: agent.to_owned(),
+        learning_version: p.learning_version,
+        at_ms: now,
+        detail,
+    }
+}
+
+/// Whether the agent still needs the loop: events it has not planned on, or unsent events.
+fn still_pending(doc: &AgentDoc) -> bool {
+    !doc.outbox.is_empty() || doc.projection.feedback_since_update > 0
+}
+
+/// Lists or unlists the agent in its pending partition, as `pending` says.
+fn pending_entry(t: &TenantId, agent: &str, pending: bool) -> Write {
+    let key = pending_key(t, agent);
+    if pending {
+        Write::Put(Put {
+            key,
+            doc: serde_json::json!({}),
+            expires_at: None,
+            condition: Condition::None,
+        })
+    } else {
+        Write::Delete {
+            key,
+            condition: Condition::None,
+        }
+    }
+}
+
+impl Policy {
+    /// The loop over `repo`, emitting on `events`.
+    pub(crate) fn new(repo: LearningRepo, events: Arc<dyn Queue>) -> Self {
+        Self { repo, events }
+    }
+
+    /// Plans and applies one agent's update now; `None` when the agent has no learning state.
+    ///
+    /// # Errors
+    /// When a store fails or the agent stays contended.
+    #[tracing::instrument(skip(self), fields(tenant = %t))]
+    pub async fn update(
+        &self,
+        t: &TenantId,
+        agent: &str,
+    ) -> Result<Option<UpdateReport>, StoreError> {
+        let config = self.repo.config(t).await?;
+        let mut attempt = 0;
+        let report = loop {
+            let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+            let (mut doc, Some(version)) = self.repo.agent(t, agent).await? else {
+                return Ok(None);
+            };
+            let report = self.plan_into(t, agent, &mut doc, &config, now)?;
+            let mut writes = vec![Write::Put(Put {
+                key: agent_key(t, agent),
+                doc: encode(&doc)?,
+                expires_at: None,
+                condition: Condition::Version(version),
+            })];
+            writes.push(pending_entry(t, agent, doc.pending));
+            match self.repo.table.transact(writes).await {
+                Ok(()) => break report,
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict)
+                    if attempt + 1 < MAX_ATTEMPTS =>
+                {
+                    back_off(attempt).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        self.publish(t, agent).await?;
+        Ok(Some(report))
+    }
+
+    /// Computes the plan and changes `doc` as the update would: applied, or recorded in the
+    /// shadow log; dataset trigger; outbox; pending flag.
+    fn plan_into(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        doc: &mut AgentDoc,
+        config: &agentrl_core::learning::LearningConfig,
+        now: i64,
+    ) -> Result<UpdateReport, StoreError> {
+        let projection = &mut doc.projection;
+        projection.prune(now, config);
+        let plan = plan(projection, &doc.settings, config, now);
+        let was_frozen = projection.frozen;
+        let applied = if doc.settings.shadow {
+            doc.shadow_log.push(ShadowEntry {
+                at_ms: now,
+                plan: plan.clone(),
+            });
+            let excess = doc.shadow_log.len().saturating_sub(SHADOW_LOG_LEN);
+            doc.shadow_log.drain(..excess);
+            false
+        } else {
+            projection.apply_plan(&plan, now)
+        };
+        // The trigger is consumed whatever the outcome: shadow and frozen agents are not
+        // re-planned on every batch.
+        projection.feedback_since_update = 0;
+        let detail = serde_json::to_value(&plan).map_err(|e| StoreError::Backend(e.into()))?;
+        if applied {
+            doc.outbox.push(outbound(
+                t,
+                agent,
+                "agent.learning.updated",
+                projection,
+                now,
+                detail.clone(),
+            ));
+        }
+        if projection.frozen && !was_frozen {
+            doc.outbox.push(outbound(
+                t,
+                agent,
+                "agent.learning.frozen",
+                projection,
+                now,
+                serde_json::json!({ "reason": projection.frozen_reason, "plan": detail }),
+            ));
+        }
+        let dataset_requested = dataset_due(projection, config, now);
+        if dataset_requested {
+            projection.dataset_requested_ms = Some(now);
+            let figures = serde_json::json!({
+                "positive_count": projection.feedback.positive_count,
+                "high_quality": projection.feedback.high_quality.len(),
+            });
+            doc.outbox.push(outbound(
+                t,
+                agent,
+                "dataset.generation.requested",
+                projection,
+                now,
+                figures,
+            ));
+        }
+        let report = UpdateReport {
+            plan,
+            applied,
+            shadow: doc.settings.shadow,
+            frozen: projection.frozen,
+            learning_version: projection.learning_version,
+            dataset_requested,
+        };
+        doc.pending = still_pending(doc);
+        Ok(report)
+    }
+
+    /// Sends the agent's outbox on the event queue, then clears what was sent.
+    async fn publish(&self, t: &TenantId, agent: &str) -> Result<(), StoreError> {
+        let (doc, _) = self.repo.agent(t, agent).await?;
+        if doc.outbox.is_empty() {
+            return Ok(());
+        }
+        let bodies = doc
+            .outbox
+            .iter()
+            .map(|e| serde_json::to_string(e).map_err(|e| StoreError::Backend(e.into())))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.events.send_batch(&bodies).await?;
+        let sent: Vec<&str> = doc.outbox.iter().map(|e| e.event_id.as_str()).collect();
+        for attempt in 0..MAX_ATTEMPTS {
+            let (mut doc, Some(version)) = self.repo.agent(t, agent).await? else {
+                return Ok(());
+            };
+            doc.outbox.retain(|e| !sent.contains(&e.event_id.as_str()));
+            doc.pending = still_pending(&doc);
+            let mut writes = vec![Write::Put(Put {
+                key: agent_key(t, agent),
+                doc: encode(&doc)?,
+                expires_at: None,
+                condition: Condition::Version(version),
+            })];
+            writes.push(pending_entry(t, agent, doc.pending));
+            match self.repo.table.transact(writes).await {
+                Ok(()) => return Ok(()),
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                    back_off(attempt).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict)
+    }
+
+    /// The scheduled run: updates every agent on the pending list.
+    ///
+    /// # Errors
+    /// When the pending list cannot be read (a failing agent is counted and left pending).
+    pub async fn run_pending(&self) -> Result<PendingRun, StoreError> {
+        let mut run = PendingRun::default();
+        for shard in 0..PENDING_SHARDS {
+            let mut cursor = None;
+            loop {
+                let (agents, next) = self.repo.pending(shard, cursor).await?;
+                for a in agents {
+                    run.visited += 1;
+                    match self.update(&a.tenant, &a.agent_id).await {
+                        Ok(Some(report)) if report.applied => run.updated += 1,
+                        Ok(_) => {}
+                        Err(e) => {
+                            run.failed += 1;
+                            tracing::warn!(tenant = %a.tenant, agent_id = %a.agent_id, error = %format!("{e:#}"), "update failed; left pending");
+                        }
+                    }
+                }
+                match next {
+                    Some(n) => cursor = Some(n),
+                    None => break,
+                }
+            }
+        }
+        Ok(run)
+    }
+}

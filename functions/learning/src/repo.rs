@@ -1,0 +1,312 @@
+//! Where the learning state lives in the table.
+//!
+//! Layout (single-table): everything about one agent is in partition `tenant#learning#AGENT`:
+//! - `agent`: the [`AgentDoc`] (projection, settings, outbox, shadow log);
+//! - `user#USER`: the relationship with one user;
+//! - `reply#MESSAGE`: what is known about one reply (its placeholder or feedback reward);
+//! - `event#EVENT`: the marker of an applied event (dedup; kept 30 days, longer than any
+//!   queue redelivery).
+//!
+//! Agents with changes the policy loop has not yet seen are listed in one of
+//! [`PENDING_SHARDS`] system partitions, `#system#learning-pending#N`: a key that starts with
+//! `#` cannot be a tenant's (tenant ids never contain `#`).
+
+use std::sync::Arc;
+
+use agentrl_core::{
+    TenantId,
+    learning::{AgentProjection, AgentSettings, LearningConfig, Plan, Relationship, ReplyLedger},
+};
+use agentrl_store::{
+    StoreError,
+    keys::partition,
+    ports::{Condition, Item, Key, Put, Query, SortRange, Table, encode},
+    retry::{MAX_ATTEMPTS, back_off},
+    tenant_config::TenantConfig,
+};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use sha2::{Digest, Sha256};
+
+/// How many system partitions list the agents with pending changes (spreads the writes).
+pub const PENDING_SHARDS: u8 = 16;
+/// How long an applied event's marker is kept: longer than SQS keeps a message (14 days).
+pub const MARKER_SECONDS: u64 = 30 * 24 * 3600;
+/// How long a reply's record is kept after its last change: feedback later than this is
+/// applied to the agent but no longer credited to the reply.
+pub const REPLY_SECONDS: u64 = 90 * 24 * 3600;
+/// Most entries of the shadow log kept per agent.
+pub const SHADOW_LOG_LEN: usize = 20;
+
+/// An event the service emits on the event queue (`agent.learning.updated`, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outbound {
+    /// Unique per emission: consumers deduplicate by it (delivery is at least once).
+    pub event_id: String,
+    /// `agent.learning.updated`, `agent.learning.frozen` or `dataset.generation.requested`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The tenant.
+    pub tenant: String,
+    /// The agent.
+    pub agent_id: String,
+    /// Its learning version after the change.
+    pub learning_version: u64,
+    /// When (epoch ms).
+    pub at_ms: i64,
+    /// What changed (the plan, or the dataset trigger's figures).
+    pub detail: serde_json::Value,
+}
+
+/// What a shadow-mode update would have done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShadowEntry {
+    /// When (epoch ms).
+    pub at_ms: i64,
+    /// The plan that was not applied.
+    pub plan: Plan,
+}
+
+/// The agent item.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentDoc {
+    /// What the events taught.
+    pub projection: AgentProjection,
+    /// Operator settings: trusted, shadow.
+    pub settings: AgentSettings,
+    /// Emitted events not yet confirmed sent.
+    pub outbox: Vec<Outbound>,
+    /// The last [`SHADOW_LOG_LEN`] shadow-mode plans.
+    pub shadow_log: Vec<ShadowEntry>,
+    /// Whether the agent is listed in a pending partition.
+    pub pending: bool,
+}
+
+/// Typed access to the learning items.
+#[derive(Clone)]
+pub struct LearningRepo {
+    pub(crate) table: Arc<dyn Table>,
+    configs: TenantConfig<LearningConfig>,
+}
+
+pub(crate) fn agent_pk(t: &TenantId, agent: &str) -> String {
+    partition(t, "learning", agent)
+}
+
+pub(crate) fn agent_key(t: &TenantId, agent: &str) -> Key {
+    Key::new(agent_pk(t, agent), "agent")
+}
+
+pub(crate) fn user_key(t: &TenantId, agent: &str, user: &str) -> Key {
+    Key::new(agent_pk(t, agent), format!("user#{user}"))
+}
+
+pub(crate) fn reply_key(t: &TenantId, agent: &str, message: &str) -> Key {
+    Key::new(agent_pk(t, agent), format!("reply#{message}"))
+}
+
+pub(crate) fn marker_key(t: &TenantId, agent: &str, event: &str) -> Key {
+    Key::new(agent_pk(t, agent), format!("event#{event}"))
+}
+
+fn pending_pk(shard: u8) -> String {
+    format!("#system#learning-pending#{shard}")
+}
+
+/// The pending-list entry of an agent (its shard from a hash of tenant and agent).
+pub(crate) fn pending_key(t: &TenantId, agent: &str) -> Key {
+    let digest = Sha256::digest(format!("{t}\0{agent}").as_bytes());
+    let shard = digest[0] % PENDING_SHARDS;
+    Key::new(pending_pk(shard), format!("{t}#{agent}"))
+}
+
+/// Who is pending: the entry's sort key split back into tenant and agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingAgent {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The agent.
+    pub agent_id: String,
+}
+
+/// A document with the version it was read at (`None` when absent).
+pub(crate) type Versioned<T> = (T, Option<u64>);
+
+impl LearningRepo {
+    /// A repository over `table`.
+    pub fn new(table: Arc<dyn Table>) -> Self {
+        Self {
+            configs: TenantConfig::new(table.clone(), "learning"),
+            table,
+        }
+    }
+
+    /// The tenant's learning configuration, or the defaults.
+    pub(crate) async fn config(&self, t: &TenantId) -> Result<LearningConfig, StoreError> {
+        self.configs.get(t).await
+    }
+
+    /// Replaces the tenant's learning configuration.
+    pub(crate) async fn put_config(
+        &self,
+        t: &TenantId,
+        config: &LearningConfig,
+    ) -> Result<(), StoreError> {
+        self.configs.put(t, config).await
+    }
+
+    async fn read<T: DeserializeOwned + Default>(
+        &self,
+        key: &Key,
+    ) -> Result<Versioned<T>, StoreError> {
+        Ok(match self.table.get(key).await? {
+            Some(item) => {
+                let (doc, version) = item.decode()?;
+                (doc, Some(version))
+            }
+            None => (T::default(), None),
+        })
+    }
+
+    /// The agent item (default when the agent has no events yet).
+    pub(crate) async fn agent(
+        &self,
+        t: &TenantId,
+        agent: &str,
+    ) -> Result<Versioned<AgentDoc>, StoreError> {
+        self.read(&agent_key(t, agent)).await
+    }
+
+    /// Changes the agent item with `change` under optimistic concurrency; creates it when
+    /// absent if `create`. Returns the item as written (`None`: absent and not created).
+    ///
+    /// # Errors
+    /// When a store fails or the agent stays contended.
+    pub(crate) async fn modify_agent(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        create: bool,
+        change: impl Fn(&mut AgentDoc),
+    ) -> Result<Option<AgentDoc>, StoreError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            let (mut doc, version) = self.agent(t, agent).await?;
+            if version.is_none() && !create {
+                return Ok(None);
+            }
+            change(&mut doc);
+            let put = Put {
+                key: agent_key(t, agent),
+                doc: encode(&doc)?,
+                expires_at: None,
+                condition: Condition::at(version),
+            };
+            match self.table.put(put).await {
+                Ok(_) => return Ok(Some(doc)),
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                    back_off(attempt).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Conflict)
+    }
+
+    /// The relationship of an agent with a user.
+    pub(crate) async fn relationship(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        user: &str,
+    ) -> Result<Versioned<Relationship>, StoreError> {
+        self.read(&user_key(t, agent, user)).await
+    }
+
+    /// What is known about a reply.
+    pub(crate) async fn reply(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        message: &str,
+    ) -> Result<Versioned<ReplyLedger>, StoreError> {
+        self.read(&reply_key(t, agent, message)).await
+    }
+
+    /// Whether the event has been applied to the agent.
+    pub(crate) async fn applied(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        event: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(self
+            .table
+            .get(&marker_key(t, agent, event))
+            .await?
+            .is_some())
+    }
+
+    /// Up to `limit` relationships of the agent, strongest first.
+    pub(crate) async fn relationships(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Relationship)>, StoreError> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .table
+                .query(&Query {
+                    pk: agent_pk(t, agent),
+                    range: SortRange::BeginsWith("user#".to_owned()),
+                    limit: 1_000,
+                    cursor,
+                    ascending: true,
+                })
+                .await?;
+            for item in page.items {
+                let user = item.key.sk.trim_start_matches("user#").to_owned();
+                let (r, _): (Relationship, _) = item.decode()?;
+                all.push((user, r));
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        all.sort_by(|a, b| b.1.strength.total_cmp(&a.1.strength).then(a.0.cmp(&b.0)));
+        all.truncate(limit);
+        Ok(all)
+    }
+
+    /// One page of one pending partition.
+    pub(crate) async fn pending(
+        &self,
+        shard: u8,
+        cursor: Option<String>,
+    ) -> Result<(Vec<PendingAgent>, Option<String>), StoreError> {
+        let page = self
+            .table
+            .query(&Query {
+                pk: pending_pk(shard),
+                range: SortRange::All,
+                limit: 1_000,
+                cursor,
+                ascending: true,
+            })
+            .await?;
+        let agents = page
+            .items
+            .iter()
+            .filter_map(|item: &Item| {
+                let (tenant, agent) = item.key.sk.split_once('#')?;
+                Some(PendingAgent {
+                    tenant: TenantId::parse(tenant).ok()?,
+                    agent_id: agent.to_owned(),
+                })
+            })
+            .collect();
+        Ok((agents, page.next))
+    }
+}

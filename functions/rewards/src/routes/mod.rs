@@ -1,0 +1,8 @@
+//! One module per route.
+
+pub(crate) mod config;
+pub(crate) mod create;
+pub(crate) mod examples;
+pub(crate) mod read;
+pub(crate) mod reward;
+pub(crate) mod verify;

@@ -1,0 +1,124 @@
+//! Handler tests driven by the fixtures in `events/rewards/`: each API Gateway event goes
+//! through the Lambda app exactly as in Lambda, over a real SQLite database.
+
+use agentrl_http::{AppOptions, Metrics, app};
+use agentrl_rewards::{MAX_BODY_BYTES, RewardState, service};
+use agentrl_store::Stores;
+use axum::Router;
+use serde_json::{Value, json};
+
+/// The execution id the fixtures carry in their paths.
+const FIXTURE_ID: &str = "0192f1a0-0000-7000-8000-000000000001";
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/../../events/rewards/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).expect("fixture JSON")
+}
+
+/// The fixture aimed at execution `id`.
+fn at(name: &str, id: &str) -> Value {
+    serde_json::from_str(&fixture(name).to_string().replace(FIXTURE_ID, id)).unwrap()
+}
+
+fn with_body(mut event: Value, body: &Value) -> Value {
+    event["body"] = body.to_string().into();
+    event
+}
+
+async fn call(app: &Router, event: &Value) -> (u16, Value) {
+    agentrl_http::lambda::invoke_json(app, event).await.unwrap()
+}
+
+fn lambda_app(stores: &Stores) -> Router {
+    let options = AppOptions {
+        metrics: Metrics::Off,
+        idempotency: Some(stores.table.clone()),
+        body_limit: MAX_BODY_BYTES,
+        ..agentrl_http::lambda::options("rewards")
+    };
+    app(
+        vec![service(RewardState::new(stores.table.clone()))],
+        options,
+    )
+}
+
+#[tokio::test]
+async fn every_fixture_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::embedded(dir.path()).unwrap();
+    let app = lambda_app(&stores);
+
+    let (status, created) = call(&app, &fixture("create-execution.json")).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["execution_id"].as_str().unwrap().to_owned();
+    let (status, execution) = call(&app, &at("get-execution.json", &id)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (execution["agent_id"].as_str(), execution["output"].as_str()),
+        (Some("coder-7"), Some("42"))
+    );
+    let (status, missing) = call(&app, &fixture("get-execution.json")).await;
+    assert_eq!(status, 404, "{missing}");
+
+    let (status, verification) = call(&app, &at("verify.json", &id)).await;
+    assert_eq!(status, 201, "{verification}");
+    assert_eq!(verification["method"], "answer_match");
+    assert_eq!(verification["value"], 1.0);
+    assert!(verification["verifier_version"].as_str().is_some());
+
+    let (status, reward) = call(&app, &at("reward.json", &id)).await;
+    assert_eq!(status, 200, "{reward}");
+    assert_eq!(reward["reward"], 1.0);
+    assert_eq!(reward["example_type"], "positive");
+    assert_eq!(
+        reward["verifications"][0]["verification_id"],
+        verification["verification_id"]
+    );
+
+    let (status, page) = call(&app, &fixture("list-examples.json")).await;
+    assert_eq!(status, 200);
+    assert_eq!(page["examples"][0]["execution_id"], id.as_str());
+    assert_eq!(
+        page["examples"][0]["prompt"],
+        "What is 6 * 7? Answer with a number."
+    );
+    let (status, lines) =
+        agentrl_http::lambda::invoke(&app, &fixture("export-examples.json").to_string())
+            .await
+            .unwrap();
+    assert_eq!(status, 200);
+    let lines = String::from_utf8(lines.to_vec()).unwrap();
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (first["type"].as_str(), first["reward"].as_f64()),
+        (Some("positive"), Some(1.0))
+    );
+
+    let (status, defaults) = call(&app, &fixture("get-config.json")).await;
+    assert_eq!(status, 200);
+    assert_eq!(defaults["examples"]["positive"], 0.7);
+    let (status, put) = call(&app, &fixture("put-config.json")).await;
+    assert_eq!(status, 200, "{put}");
+    assert_eq!(put["business_metrics"]["revenue"]["max"], 1000.0);
+    let bad = json!({"examples": {"positive": 0.2, "negative": 0.6}});
+    let (status, problem) = call(&app, &with_body(fixture("put-config.json"), &bad)).await;
+    assert_eq!(status, 400, "{problem}");
+    assert!(
+        problem["field"].as_str().unwrap().starts_with("examples"),
+        "{problem}"
+    );
+
+    // Business metrics are normalised by the configuration just put.
+    let metrics =
+        json!({"method": "business_metrics", "metrics": {"revenue": 500.0, "conversion": 0.1}});
+    let (status, v) = call(&app, &with_body(at("verify.json", &id), &metrics)).await;
+    assert_eq!(status, 201, "{v}");
+    assert!((v["value"].as_f64().unwrap() - 0.5).abs() < 1e-9, "{v}");
+    let unknown = json!({"method": "business_metrics", "metrics": {"churn": 0.1}});
+    let (status, problem) = call(&app, &with_body(at("verify.json", &id), &unknown)).await;
+    assert_eq!(
+        (status, problem["field"].as_str()),
+        (400, Some("metrics.churn")),
+        "{problem}"
+    );
+}

@@ -1,0 +1,94 @@
+//! Query-string helpers every listing shares: page sizes, time windows, cursors in links.
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+
+use crate::ApiError;
+
+/// Page size of listings when the query gives none.
+pub const DEFAULT_LIMIT: usize = 100;
+/// Largest page size of listings.
+pub const MAX_LIMIT: usize = 1_000;
+
+/// A non-negative integer query parameter, 400 naming it when malformed.
+///
+/// # Errors
+/// 400 naming `field` when `value` is not a non-negative integer.
+pub fn parse_u64(field: &str, value: Option<&str>) -> Result<Option<u64>, ApiError> {
+    value
+        .map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| ApiError::invalid(field, "must be a non-negative integer"))
+        })
+        .transpose()
+}
+
+/// The half-open window `[from, to)` of epoch milliseconds, with defaults.
+///
+/// # Errors
+/// 400 naming `from` or `to` when malformed or reversed.
+pub fn window(
+    from: Option<&str>,
+    to: Option<&str>,
+    default_from: u64,
+) -> Result<(u64, u64), ApiError> {
+    let from = parse_u64("from", from)?.unwrap_or(default_from);
+    let to = parse_u64("to", to)?.unwrap_or(u64::MAX);
+    if from > to {
+        return Err(ApiError::invalid("from", "must not be after to"));
+    }
+    Ok((from, to))
+}
+
+/// A page size: `default` when absent, 1 to `max` otherwise.
+///
+/// # Errors
+/// 400 naming `limit` when out of range or malformed.
+pub fn limit(value: Option<&str>, default: usize, max: usize) -> Result<usize, ApiError> {
+    match parse_u64("limit", value)? {
+        None => Ok(default),
+        Some(n) if (1..=max as u64).contains(&n) => Ok(n as usize),
+        Some(_) => Err(ApiError::invalid(
+            "limit",
+            format!("must be between 1 and {max}"),
+        )),
+    }
+}
+
+/// `s` percent-encoded for a path segment or query value (unreserved characters kept).
+pub fn encode_component(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Marks a page as not the last: `Link: <url>; rel="next"` and `x-next-cursor: cursor`.
+pub fn link_next(headers: &mut HeaderMap, url: &str, cursor: &str) {
+    if let Ok(v) = HeaderValue::from_str(&format!("<{url}>; rel=\"next\"")) {
+        headers.insert(header::LINK, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(cursor) {
+        headers.insert(HeaderName::from_static("x-next-cursor"), v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_and_limits_are_checked() {
+        assert_eq!(window(Some("5"), Some("9"), 0).unwrap(), (5, 9));
+        assert_eq!(window(None, None, 7).unwrap(), (7, u64::MAX));
+        let e = window(Some("x"), None, 0).unwrap_err().problem();
+        assert_eq!(e.field.as_deref(), Some("from"));
+        assert!(window(Some("9"), Some("5"), 0).is_err());
+        assert_eq!(limit(None, 100, 1000).unwrap(), 100);
+        assert!(limit(Some("0"), 100, 1000).is_err() && limit(Some("1001"), 100, 1000).is_err());
+        assert_eq!(encode_component("a b/é"), "a%20b%2F%C3%A9");
+    }
+}
