@@ -1,6 +1,6 @@
 //! `agentrl demo`: the local stack on the embedded store, and a scripted walk through the
-//! budget, attribution, diff-scoring and trajectory APIs that a person can read (every request
-//! and answer is printed).
+//! budget, diff-scoring, trajectory, reward-verification and learning APIs that a person can
+//! read (every request and answer is printed).
 
 use std::{
     net::SocketAddr,
@@ -211,7 +211,99 @@ async fn walk(c: &Client, key: &str, other: &str, dir: &Path) -> anyhow::Result<
         .await?;
     ensure!(s == 400 && p["field"] == "tokens", "bad input got {s}");
     diffs(c, key).await?;
-    trajectories(c, key, dir).await
+    trajectories(c, key, dir).await?;
+    rewards(c, key).await?;
+    learning(c, key, other).await
+}
+
+/// An execution verified by a JUnit report (whose summary lies) and an answer check.
+async fn rewards(c: &Client, key: &str) -> anyhow::Result<()> {
+    println!(
+        "\n  (verifying an execution: a JUnit report recounted from its test cases, then the answer)"
+    );
+    let (s, e) = c
+        .call(
+            "POST",
+            "/v1/executions",
+            key,
+            Some(
+                json!({"agent_id": "coder-7", "input": "Fix mean() on an empty list.",
+                        "output": "Guarded the division; mean([]) is 0 now.", "status": "success"}),
+            ),
+        )
+        .await?;
+    ensure!(s == 201, "execution answered {s}");
+    let id = e["execution_id"].as_str().context("no execution_id")?;
+    let path = format!("/v1/executions/{id}/verifications");
+    // The summary claims 3 tests and no failure; the test cases say otherwise.
+    let junit = r#"<testsuite name="stats" tests="3" failures="0"><testcase name="test_mean"/><testcase name="test_empty"><failure message="ZeroDivisionError"/></testcase><testcase name="test_spread"/></testsuite>"#;
+    let (s, v) = c
+        .call(
+            "POST",
+            &path,
+            key,
+            Some(json!({"method": "test_execution", "junit_xml": junit})),
+        )
+        .await?;
+    ensure!(
+        s == 201 && v["evidence"]["failed"] == 1 && v["evidence"]["declared_mismatch"] == true,
+        "junit: {v}"
+    );
+    let (s, _) = c
+        .call(
+            "POST",
+            &path,
+            key,
+            Some(json!({"method": "answer_match", "mode": "regex", "pattern": "(?s).*mean\\(\\[\\]\\) is 0.*"})),
+        )
+        .await?;
+    ensure!(s == 201, "answer_match answered {s}");
+    let (_, r) = c
+        .call("GET", &format!("/v1/executions/{id}/reward"), key, None)
+        .await?;
+    let reward = r["reward"].as_f64().context("no reward")?;
+    ensure!(reward > 0.67 && reward < 1.0, "composite reward: {r}");
+    Ok(())
+}
+
+/// Feedback on a reply, through the queue and the worker into the agent's projection.
+async fn learning(c: &Client, key: &str, other: &str) -> anyhow::Result<()> {
+    println!("\n  (learning from feedback: a reply, then the user's rating of it)");
+    let (s, _) = c
+        .call(
+            "POST",
+            "/v1/events",
+            key,
+            Some(json!([
+                {"event_id": "evt-1", "type": "ai.message.reply", "agent_id": "coder-7",
+                 "user_id": "alice", "message_id": "msg-1", "traits": {"verbosity": 0.3}},
+                {"event_id": "evt-2", "type": "feedback.created", "agent_id": "coder-7",
+                 "user_id": "alice", "rating": 5, "reaction": "thumbs_up", "source_id": "msg-1"}
+            ])),
+        )
+        .await?;
+    ensure!(s == 202, "events answered {s}");
+    for _ in 0..150 {
+        let (s, v) = c
+            .call("GET", "/v1/agents/coder-7/learning", key, None)
+            .await?;
+        if s == 200 && v["feedback"]["positive_count"] == 1 {
+            let (_, reply) = c
+                .call("GET", "/v1/agents/coder-7/replies/msg-1", key, None)
+                .await?;
+            ensure!(
+                reply["reward"].as_f64().is_some_and(|r| r > 0.0),
+                "reply: {reply}"
+            );
+            let (s, _) = c
+                .call("GET", "/v1/agents/coder-7/learning", other, None)
+                .await?;
+            ensure!(s == 404, "another tenant got {s}");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the worker did not apply the feedback within 15 s")
 }
 
 /// A one-line fix scores high; the same fix with a skipped test gets the floor.

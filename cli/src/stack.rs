@@ -104,7 +104,9 @@ pub async fn start(
     let policy = agentrl_learning::policy(stores.table.clone(), stores.events.clone());
     let sweeper = tokio::spawn(async move {
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
-        let mut update = tokio::time::interval(POLICY_EVERY);
+        // The first run comes one period after start, as with the deployed schedule.
+        let mut update =
+            tokio::time::interval_at(tokio::time::Instant::now() + POLICY_EVERY, POLICY_EVERY);
         loop {
             tokio::select! {
                 _ = sweep.tick() => {

@@ -33,6 +33,7 @@ conformance!(
     table::transactions_fail_atomically,
     table::queries_paginate_in_sort_key_order,
     table::expired_items_are_absent,
+    table::get_many_answers_every_key_in_order,
     queue::redelivers_after_the_visibility_timeout,
     queue::redrives_to_the_dlq_after_max_receives,
     queue::dead_letters_keep_their_reason,

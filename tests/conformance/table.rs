@@ -302,3 +302,43 @@ pub async fn expired_items_are_absent(p: &Ports) {
         .unwrap();
     assert_eq!(t.get(&past).await.unwrap().unwrap().doc, json!({"a": 3}));
 }
+
+/// `get_many` answers every key in order — present, absent, expired, repeated — across more
+/// keys than one backend request takes.
+pub async fn get_many_answers_every_key_in_order(p: &Ports) {
+    let t = &p.table;
+    let pk = unique("pk");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for i in 0..150 {
+        t.put(Put {
+            key: Key::new(&pk, format!("k{i:03}")),
+            doc: json!({"i": i}),
+            // Every tenth item has already expired.
+            expires_at: (i % 10 == 0).then_some(now - 10),
+            condition: Condition::None,
+        })
+        .await
+        .unwrap();
+    }
+    let mut keys: Vec<Key> = (0..160)
+        .rev()
+        .map(|i| Key::new(&pk, format!("k{i:03}")))
+        .collect();
+    keys.push(Key::new(&pk, "k005"));
+    let items = t.get_many(&keys).await.unwrap();
+    assert_eq!(items.len(), keys.len());
+    for (key, item) in keys.iter().zip(&items) {
+        let i: u64 = key.sk[1..].parse().unwrap();
+        match item {
+            Some(item) => {
+                assert!(i < 150 && !i.is_multiple_of(10), "{key:?} should be absent");
+                assert_eq!((&item.key, &item.doc), (key, &json!({"i": i})));
+            }
+            None => assert!(i >= 150 || i.is_multiple_of(10), "{key:?} is missing"),
+        }
+    }
+    assert!(t.get_many(&[]).await.unwrap().is_empty());
+}

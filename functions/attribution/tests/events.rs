@@ -14,11 +14,7 @@ use serde_json::Value;
 const FIXTURE_SESSION: &str = "0193b7e2-7c1a-7b3e-9a44-2f1d1c0e5a02";
 
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/../../events/attribution/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).expect("fixture JSON")
+    agentrl_http::lambda::fixture(&format!("attribution/{name}")).unwrap()
 }
 
 fn with_session_id(mut event: Value, id: &str) -> Value {

@@ -11,8 +11,7 @@ use axum::Router;
 use serde_json::Value;
 
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).expect("fixture JSON")
+    agentrl_http::lambda::fixture(name).unwrap()
 }
 
 fn with_budget_id(mut event: Value, id: &str) -> Value {

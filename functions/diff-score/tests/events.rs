@@ -5,23 +5,17 @@
 use std::sync::Arc;
 
 use agentrl_diff_score::{DiffState, MAX_BODY_BYTES, service};
-use agentrl_http::{AppOptions, Metrics, app};
+use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
 use agentrl_store::embedded::{Database, SqliteTable};
 use axum::Router;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).expect("fixture JSON")
+    agentrl_http::lambda::fixture(name).unwrap()
 }
 
 fn with_tenant(mut event: Value, tenant: &str) -> Value {
     event["requestContext"]["authorizer"]["jwt"]["claims"]["tenant_id"] = tenant.into();
-    event
-}
-
-fn with_body(mut event: Value, body: &Value) -> Value {
-    event["body"] = body.to_string().into();
     event
 }
 

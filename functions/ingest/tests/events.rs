@@ -5,23 +5,14 @@
 use std::sync::Arc;
 
 use agentrl_core::privacy::Pseudonymizer;
-use agentrl_http::{AppOptions, Metrics, app};
+use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
 use agentrl_ingest::{Ingest, TrajectoryState, service};
 use agentrl_store::Stores;
 use axum::Router;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/../../events/trajectories/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).expect("fixture JSON")
-}
-
-fn with_body(mut event: Value, body: &Value) -> Value {
-    event["body"] = body.to_string().into();
-    event
+    agentrl_http::lambda::fixture(&format!("trajectories/{name}")).unwrap()
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {

@@ -1,12 +1,13 @@
 //! Applying a batch of one agent's new events: rewards, projection, relationships, replies
 //! and dedup markers, in transactions.
 //!
-//! Each transaction covers a chunk of events and every item they touch (≤ 100 writes): the
-//! agent item and each relationship and reply item conditioned on the version read, each
-//! event's marker conditioned on being absent. So a chunk is applied exactly once: a marker
-//! that already exists (a redelivered event) fails the transaction, the applied events are
-//! dropped and the rest retried; a concurrent writer on the same agent fails a version
-//! condition and the chunk is recomputed from fresh reads.
+//! Each chunk of events is read in one batch (the agent, its relationships and replies, and the
+//! events' markers) and written in one transaction (≤ 100 writes): the agent item and each
+//! relationship and reply item conditioned on the version read, each event's marker
+//! conditioned on being absent. So an event is applied exactly once: one whose marker exists
+//! (a redelivery) is dropped before anything is computed, and a concurrent writer on the same
+//! agent — or a concurrent delivery of the same event — fails a condition, and the chunk is
+//! read and computed again.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,7 +25,7 @@ use agentrl_store::{
 
 use crate::repo::{
     AgentDoc, LearningRepo, MARKER_SECONDS, REPLY_SECONDS, Versioned, agent_key, marker_key,
-    pending_key, reply_key, user_key,
+    pending_key, reply_key, user_key, versioned,
 };
 
 /// The most writes of one transaction (the table's limit).
@@ -79,6 +80,8 @@ struct ChunkState {
     agent: Versioned<AgentDoc>,
     users: BTreeMap<String, Versioned<Relationship>>,
     replies: BTreeMap<String, Versioned<ReplyLedger>>,
+    /// Ids of the chunk's events that were already applied.
+    applied: BTreeSet<String>,
 }
 
 impl LearningRepo {
@@ -102,31 +105,22 @@ impl LearningRepo {
         for mut chunk in chunks(events) {
             let mut attempt = 0;
             loop {
+                let state = self.read_chunk(t, agent, &chunk).await?;
+                // Events whose marker exists were applied by an earlier delivery.
+                let before = chunk.len();
+                chunk.retain(|e| !state.applied.contains(&e.event_id));
+                done.duplicates += before - chunk.len();
                 if chunk.is_empty() {
                     break;
                 }
-                let state = self.read_chunk(t, agent, &chunk).await?;
                 let (writes, projection) = build(t, agent, &chunk, state, config)?;
-                let markers = writes.len() - chunk.len()..writes.len();
                 match self.table.transact(writes).await {
                     Ok(()) => {
                         done.applied += chunk.len();
                         last = Some(projection);
                         break;
                     }
-                    Err(StoreError::ConditionFailed { index })
-                        if index.is_some_and(|i| markers.contains(&i)) =>
-                    {
-                        let before = chunk.len();
-                        let mut fresh = Vec::with_capacity(before);
-                        for event in chunk {
-                            if !self.applied(t, agent, &event.event_id).await? {
-                                fresh.push(event);
-                            }
-                        }
-                        done.duplicates += before - fresh.len();
-                        chunk = fresh;
-                    }
+                    // A concurrent writer (or delivery) got there first: read again.
                     Err(StoreError::ConditionFailed { .. } | StoreError::Conflict)
                         if attempt + 1 < MAX_ATTEMPTS =>
                     {
@@ -140,29 +134,41 @@ impl LearningRepo {
         Ok((done, last))
     }
 
+    /// Everything a chunk touches, in one batched read: the agent, its relationships and
+    /// replies, and the markers of the chunk's events.
     async fn read_chunk(
         &self,
         t: &TenantId,
         agent: &str,
         chunk: &[Event],
     ) -> Result<ChunkState, StoreError> {
-        let mut users = BTreeMap::new();
-        let mut replies = BTreeMap::new();
-        for event in chunk {
-            if !users.contains_key(&event.user_id) {
-                let r = self.relationship(t, agent, &event.user_id).await?;
-                users.insert(event.user_id.clone(), r);
-            }
-            if let Some(reply) = reply_of(event)
-                && !replies.contains_key(reply)
-            {
-                replies.insert(reply.to_owned(), self.reply(t, agent, reply).await?);
-            }
-        }
+        let users: BTreeSet<&str> = chunk.iter().map(|e| e.user_id.as_str()).collect();
+        let replies: BTreeSet<&str> = chunk.iter().filter_map(reply_of).collect();
+        let mut keys = vec![agent_key(t, agent)];
+        keys.extend(users.iter().map(|u| user_key(t, agent, u)));
+        keys.extend(replies.iter().map(|m| reply_key(t, agent, m)));
+        keys.extend(chunk.iter().map(|e| marker_key(t, agent, &e.event_id)));
+        let mut items = self.table.get_many(&keys).await?.into_iter();
+        let mut next = || items.next().flatten();
+        let agent = versioned(next())?;
+        let users = users
+            .into_iter()
+            .map(|u| Ok((u.to_owned(), versioned(next())?)))
+            .collect::<Result<_, StoreError>>()?;
+        let replies = replies
+            .into_iter()
+            .map(|m| Ok((m.to_owned(), versioned(next())?)))
+            .collect::<Result<_, StoreError>>()?;
+        let applied = chunk
+            .iter()
+            .filter(|_| next().is_some())
+            .map(|e| e.event_id.clone())
+            .collect();
         Ok(ChunkState {
-            agent: self.agent(t, agent).await?,
+            agent,
             users,
             replies,
+            applied,
         })
     }
 }
@@ -176,7 +182,7 @@ fn put(key: Key, doc: serde_json::Value, expires_at: Option<u64>, condition: Con
     })
 }
 
-/// The chunk's writes — markers last — and the projection they store.
+/// The chunk's writes and the projection they store.
 fn build(
     t: &TenantId,
     agent: &str,
@@ -188,6 +194,7 @@ fn build(
         agent: (mut doc, agent_version),
         mut users,
         mut replies,
+        ..
     } = state;
     let weights = &config.rewards;
     for event in chunk {

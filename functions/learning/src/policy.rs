@@ -164,10 +164,12 @@ impl Policy {
         projection.prune(now, config);
         let plan = plan(projection, &doc.settings, config, now);
         let was_frozen = projection.frozen;
+        let due = dataset_due(projection, config, now);
         let applied = if doc.settings.shadow {
             doc.shadow_log.push(ShadowEntry {
                 at_ms: now,
                 plan: plan.clone(),
+                dataset_due: due,
             });
             let excess = doc.shadow_log.len().saturating_sub(SHADOW_LOG_LEN);
             doc.shadow_log.drain(..excess);
@@ -199,7 +201,8 @@ impl Policy {
                 serde_json::json!({ "reason": projection.frozen_reason, "plan": detail }),
             ));
         }
-        let dataset_requested = dataset_due(projection, config, now);
+        // In shadow mode the trigger is only recorded, like the plan.
+        let dataset_requested = due && !doc.settings.shadow;
         if dataset_requested {
             projection.dataset_requested_ms = Some(now);
             let figures = serde_json::json!({

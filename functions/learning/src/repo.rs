@@ -64,6 +64,8 @@ pub struct ShadowEntry {
     pub at_ms: i64,
     /// The plan that was not applied.
     pub plan: Plan,
+    /// Whether the agent would have been queued for dataset generation.
+    pub dataset_due: bool,
 }
 
 /// The agent item.
@@ -131,6 +133,19 @@ pub struct PendingAgent {
 /// A document with the version it was read at (`None` when absent).
 pub(crate) type Versioned<T> = (T, Option<u64>);
 
+/// The document of a read item, or the default with no version when there is none.
+pub(crate) fn versioned<T: DeserializeOwned + Default>(
+    item: Option<Item>,
+) -> Result<Versioned<T>, StoreError> {
+    Ok(match item {
+        Some(item) => {
+            let (doc, version) = item.decode()?;
+            (doc, Some(version))
+        }
+        None => (T::default(), None),
+    })
+}
+
 impl LearningRepo {
     /// A repository over `table`.
     pub fn new(table: Arc<dyn Table>) -> Self {
@@ -158,13 +173,7 @@ impl LearningRepo {
         &self,
         key: &Key,
     ) -> Result<Versioned<T>, StoreError> {
-        Ok(match self.table.get(key).await? {
-            Some(item) => {
-                let (doc, version) = item.decode()?;
-                (doc, Some(version))
-            }
-            None => (T::default(), None),
-        })
+        versioned(self.table.get(key).await?)
     }
 
     /// The agent item (default when the agent has no events yet).
@@ -211,16 +220,6 @@ impl LearningRepo {
         Err(StoreError::Conflict)
     }
 
-    /// The relationship of an agent with a user.
-    pub(crate) async fn relationship(
-        &self,
-        t: &TenantId,
-        agent: &str,
-        user: &str,
-    ) -> Result<Versioned<Relationship>, StoreError> {
-        self.read(&user_key(t, agent, user)).await
-    }
-
     /// What is known about a reply.
     pub(crate) async fn reply(
         &self,
@@ -229,20 +228,6 @@ impl LearningRepo {
         message: &str,
     ) -> Result<Versioned<ReplyLedger>, StoreError> {
         self.read(&reply_key(t, agent, message)).await
-    }
-
-    /// Whether the event has been applied to the agent.
-    pub(crate) async fn applied(
-        &self,
-        t: &TenantId,
-        agent: &str,
-        event: &str,
-    ) -> Result<bool, StoreError> {
-        Ok(self
-            .table
-            .get(&marker_key(t, agent, event))
-            .await?
-            .is_some())
     }
 
     /// Up to `limit` relationships of the agent, strongest first.

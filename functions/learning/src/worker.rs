@@ -17,8 +17,10 @@ use futures::{StreamExt, stream};
 
 use crate::{EventEnvelope, policy::Policy, repo::LearningRepo};
 
-/// How many agents of a batch are applied at once.
-const CONCURRENT_AGENTS: usize = 8;
+/// How many agents of a batch are applied at once. Mostly waiting on the store: many in
+/// flight let the embedded store commit their transactions together (one fsync for the
+/// group) and DynamoDB serve them in parallel.
+const CONCURRENT_AGENTS: usize = 64;
 
 /// The worker's dependencies. Cheap to clone.
 #[derive(Clone)]

@@ -4,23 +4,14 @@
 
 use std::time::Duration;
 
-use agentrl_http::{AppOptions, Metrics, app};
+use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
 use agentrl_learning::{Learner, LearningState, service};
 use agentrl_store::{Stores, ports::Message};
 use axum::Router;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/../../events/learning/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).expect("fixture JSON")
-}
-
-fn with_body(mut event: Value, body: &Value) -> Value {
-    event["body"] = body.to_string().into();
-    event
+    agentrl_http::lambda::fixture(&format!("learning/{name}")).unwrap()
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
@@ -189,4 +180,212 @@ async fn the_sqs_fixture_applies_each_event_once_and_dead_letters_the_poison() {
         assert_eq!(after["feedback"][field], v["feedback"][field], "{field}");
     }
     assert_eq!(after["replies"], v["replies"]);
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+fn now_ms() -> i64 {
+    i64::try_from(agentrl_store::retry::now_ms()).unwrap()
+}
+
+fn message(id: &str, event: Value) -> Message {
+    Message {
+        id: id.to_owned(),
+        receipt: format!("receipt-{id}"),
+        body: json!({"tenant": "tenant-a", "received_at_ms": now_ms(), "event": event}).to_string(),
+        receive_count: 1,
+    }
+}
+
+/// A reply expressing `verbosity`, and feedback `value` on it, for `agent` at `at`.
+fn rated_reply(agent: &str, n: usize, verbosity: f64, value: f64, at: i64) -> Vec<Message> {
+    vec![
+        message(
+            &format!("{agent}-r{n}"),
+            json!({"event_id": format!("{agent}-r{n}"), "type": "ai.message.reply", "agent_id": agent,
+                   "user_id": "alice", "occurred_at_ms": at, "message_id": format!("{agent}-m{n}"),
+                   "traits": {"verbosity": verbosity}}),
+        ),
+        message(
+            &format!("{agent}-f{n}"),
+            json!({"event_id": format!("{agent}-f{n}"), "type": "feedback.created", "agent_id": agent,
+                   "user_id": "alice", "occurred_at_ms": at + 1, "value": value,
+                   "source_id": format!("{agent}-m{n}")}),
+        ),
+    ]
+}
+
+async fn emitted(stores: &Stores) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let got = stores
+            .events
+            .receive(10, Duration::from_secs(30), Duration::from_millis(50))
+            .await
+            .unwrap();
+        if got.is_empty() {
+            return out;
+        }
+        out.extend(got.iter().map(|m| serde_json::from_str(&m.body).unwrap()));
+    }
+}
+
+fn kinds(events: &[Value], agent: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["agent_id"] == agent)
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn at_agent(name: &str, agent: &str) -> Value {
+    serde_json::from_str(&fixture(name).to_string().replace("coder-7", agent)).unwrap()
+}
+
+#[tokio::test]
+async fn the_policy_loop_shadows_applies_freezes_and_requests_datasets() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::embedded(dir.path()).unwrap();
+    let app = lambda_app(&stores);
+    let config = json!({"policy": {"update_threshold": 1000},
+        "dataset": {"min_positive": 3, "min_high_quality": 2}});
+    let (status, _) = call(&app, &with_body(fixture("put-config.json"), &config)).await;
+    assert_eq!(status, 200);
+    let now = now_ms();
+    let batch: Vec<Message> = (0..3)
+        .flat_map(|n| rated_reply("tuned", n, 0.9, 0.9, now - 60_000 + n as i64))
+        .collect();
+    assert!(learner(&stores).process(&batch).await.is_empty());
+
+    // Shadow mode: planned and logged, not applied.
+    let shadow = json!({"trusted": false, "shadow": true});
+    let (status, _) = call(
+        &app,
+        &with_body(at_agent("put-settings.json", "tuned"), &shadow),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, report) = call(&app, &at_agent("update.json", "tuned")).await;
+    assert_eq!(
+        (report["shadow"].as_bool(), report["applied"].as_bool()),
+        (Some(true), Some(false)),
+        "{report}"
+    );
+    assert!(
+        report["plan"]["deltas"]["verbosity"]["to"]
+            .as_f64()
+            .unwrap()
+            > 0.5,
+        "{report}"
+    );
+    let (_, v) = call(&app, &at_agent("get-learning.json", "tuned")).await;
+    assert_eq!(
+        (
+            v["learning_version"].as_u64(),
+            v["shadow_log"].as_array().unwrap().len()
+        ),
+        (Some(0), 1),
+        "{v}"
+    );
+    assert_eq!(v["summary"]["traits"].get("verbosity"), None, "{v}");
+
+    // Applied: the version moves, verbosity rises toward the well-received replies, and the
+    // update and the dataset request are announced.
+    let live = json!({"trusted": false, "shadow": false});
+    call(
+        &app,
+        &with_body(at_agent("put-settings.json", "tuned"), &live),
+    )
+    .await;
+    let (_, report) = call(&app, &at_agent("update.json", "tuned")).await;
+    assert_eq!(
+        (
+            report["applied"].as_bool(),
+            report["learning_version"].as_u64()
+        ),
+        (Some(true), Some(1)),
+        "{report}"
+    );
+    assert_eq!(report["dataset_requested"], true);
+    let (_, v) = call(&app, &at_agent("get-learning.json", "tuned")).await;
+    assert!(
+        v["summary"]["traits"]["verbosity"].as_f64().unwrap() > 0.5,
+        "{v}"
+    );
+    let sent = emitted(&stores).await;
+    assert_eq!(
+        kinds(&sent, "tuned"),
+        ["agent.learning.updated", "dataset.generation.requested"]
+    );
+    let updated = &sent[0];
+    assert_eq!(
+        (
+            updated["tenant"].as_str(),
+            updated["learning_version"].as_u64()
+        ),
+        (Some("tenant-a"), Some(1))
+    );
+    // The cooldown: no second request right away.
+    let (_, report) = call(&app, &at_agent("update.json", "tuned")).await;
+    assert_eq!(report["dataset_requested"], false, "{report}");
+
+    // A week of bad days freezes the agent for review.
+    let grumpy: Vec<Message> = (0..7)
+        .flat_map(|d| rated_reply("grumpy", d, 0.2, -0.9, now - d as i64 * DAY_MS - 1_000))
+        .collect();
+    assert!(learner(&stores).process(&grumpy).await.is_empty());
+    let (_, report) = call(&app, &at_agent("update.json", "grumpy")).await;
+    assert_eq!(
+        (report["frozen"].as_bool(), report["applied"].as_bool()),
+        (Some(true), Some(false)),
+        "{report}"
+    );
+    let (_, v) = call(&app, &at_agent("get-learning.json", "grumpy")).await;
+    assert_eq!(
+        (v["frozen"].as_bool(), v["needs_review"].as_bool()),
+        (Some(true), Some(true)),
+        "{v}"
+    );
+    assert_eq!(
+        kinds(&emitted(&stores).await, "grumpy"),
+        ["agent.learning.frozen"]
+    );
+    let (status, _) = call(&app, &at_agent("unfreeze.json", "grumpy")).await;
+    assert_eq!(status, 200);
+    let (_, v) = call(&app, &at_agent("get-learning.json", "grumpy")).await;
+    assert_eq!(v["frozen"], false);
+}
+
+#[tokio::test]
+async fn the_threshold_and_the_schedule_run_the_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::embedded(dir.path()).unwrap();
+    let app = lambda_app(&stores);
+    let config = json!({"policy": {"update_threshold": 2}});
+    call(&app, &with_body(fixture("put-config.json"), &config)).await;
+    let now = now_ms();
+    // Two rated replies cross the threshold inside the worker.
+    let batch: Vec<Message> = (0..2)
+        .flat_map(|n| rated_reply("eager", n, 0.9, 0.9, now - 1_000 + n as i64))
+        .collect();
+    assert!(learner(&stores).process(&batch).await.is_empty());
+    let (_, v) = call(&app, &at_agent("get-learning.json", "eager")).await;
+    assert_eq!(v["learning_version"], 1, "{v}");
+    assert_eq!(v["pending"], false, "{v}");
+
+    // One rated reply stays below it: the agent waits on the pending list for the schedule.
+    let batch = rated_reply("patient", 0, 0.9, 0.9, now - 1_000);
+    assert!(learner(&stores).process(&batch).await.is_empty());
+    let (_, v) = call(&app, &at_agent("get-learning.json", "patient")).await;
+    assert_eq!(
+        (v["learning_version"].as_u64(), v["pending"].as_bool()),
+        (Some(0), Some(true)),
+        "{v}"
+    );
+    let policy = agentrl_learning::policy(stores.table.clone(), stores.events.clone());
+    let run = policy.run_pending().await.unwrap();
+    assert_eq!((run.visited, run.failed), (1, 0), "{run:?}");
+    let (_, v) = call(&app, &at_agent("get-learning.json", "patient")).await;
+    assert_eq!(v["pending"], false, "{v}");
+    assert_eq!(policy.run_pending().await.unwrap().visited, 0);
 }

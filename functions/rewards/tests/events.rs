@@ -1,7 +1,7 @@
 //! Handler tests driven by the fixtures in `events/rewards/`: each API Gateway event goes
 //! through the Lambda app exactly as in Lambda, over a real SQLite database.
 
-use agentrl_http::{AppOptions, Metrics, app};
+use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
 use agentrl_rewards::{MAX_BODY_BYTES, RewardState, service};
 use agentrl_store::Stores;
 use axum::Router;
@@ -11,18 +11,12 @@ use serde_json::{Value, json};
 const FIXTURE_ID: &str = "0192f1a0-0000-7000-8000-000000000001";
 
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/../../events/rewards/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect(&path)).expect("fixture JSON")
+    agentrl_http::lambda::fixture(&format!("rewards/{name}")).unwrap()
 }
 
 /// The fixture aimed at execution `id`.
 fn at(name: &str, id: &str) -> Value {
     serde_json::from_str(&fixture(name).to_string().replace(FIXTURE_ID, id)).unwrap()
-}
-
-fn with_body(mut event: Value, body: &Value) -> Value {
-    event["body"] = body.to_string().into();
-    event
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {

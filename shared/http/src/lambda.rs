@@ -81,3 +81,19 @@ pub async fn invoke_json(
     let (status, body) = invoke(app, &event.to_string()).await?;
     Ok((status, serde_json::from_slice(&body).unwrap_or_default()))
 }
+
+/// The API Gateway fixture `events/{path}` of this repository, for handler tests.
+///
+/// # Errors
+/// When the file is missing or not JSON.
+pub fn fixture(path: &str) -> anyhow::Result<serde_json::Value> {
+    let file = format!("{}/../../events/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {file}"))
+}
+
+/// `event` with `body` as its JSON body.
+pub fn with_body(mut event: serde_json::Value, body: &serde_json::Value) -> serde_json::Value {
+    event["body"] = body.to_string().into();
+    event
+}

@@ -8,12 +8,16 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::{
     Client,
     error::SdkError,
-    types::{AttributeValue, ConditionCheck, Delete, ReturnValue, TransactWriteItem, Update},
+    types::{
+        AttributeValue, ConditionCheck, Delete, KeysAndAttributes, ReturnValue, TransactWriteItem,
+        Update,
+    },
 };
 
 use crate::{
     StoreError,
     ports::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write},
+    retry::{MAX_ATTEMPTS, back_off},
     validate::{check_query, check_transaction, encode_cursor},
 };
 
@@ -176,6 +180,55 @@ impl Table for DynamoTable {
             .map(to_item)
             .transpose()?
             .filter(|i| is_live(i, now)))
+    }
+
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        // BatchGetItem takes 100 distinct keys per request and may hand some back unprocessed
+        // under throttling: those are asked again, with back-off.
+        let mut unique: Vec<&Key> = keys.iter().collect();
+        unique.sort();
+        unique.dedup();
+        let mut found: HashMap<Key, Item> = HashMap::new();
+        for chunk in unique.chunks(100) {
+            let mut request = KeysAndAttributes::builder()
+                .set_keys(Some(chunk.iter().map(|k| key_map(k)).collect()))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| StoreError::Backend(e.into()))?;
+            let mut attempt = 0;
+            loop {
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.name, request)
+                    .send()
+                    .await
+                    .map_err(|e| map_err(e, "BatchGetItem"))?;
+                let items = out.responses.and_then(|mut r| r.remove(&self.name));
+                for m in items.unwrap_or_default() {
+                    let item = to_item(m)?;
+                    found.insert(item.key.clone(), item);
+                }
+                match out.unprocessed_keys.and_then(|mut u| u.remove(&self.name)) {
+                    Some(rest) if !rest.keys().is_empty() => {
+                        if attempt + 1 >= MAX_ATTEMPTS {
+                            return Err(StoreError::Backend(anyhow::anyhow!(
+                                "BatchGetItem left keys unprocessed after {MAX_ATTEMPTS} attempts"
+                            )));
+                        }
+                        back_off(attempt).await;
+                        attempt += 1;
+                        request = rest;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        let now = now_s();
+        Ok(keys
+            .iter()
+            .map(|k| found.get(k).filter(|i| is_live(i, now)).cloned())
+            .collect())
     }
 
     async fn put(&self, put: Put) -> Result<u64, StoreError> {

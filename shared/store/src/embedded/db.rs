@@ -113,9 +113,14 @@ pub struct Database {
     next_reader: Arc<AtomicUsize>,
 }
 
-fn configure(conn: &Connection) -> anyhow::Result<()> {
+fn tune(conn: &Connection) -> anyhow::Result<()> {
     conn.busy_timeout(Duration::from_secs(5))?;
     conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+fn configure(conn: &Connection) -> anyhow::Result<()> {
+    tune(conn)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(())
@@ -142,8 +147,7 @@ impl Database {
                     path,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )?;
-                r.busy_timeout(Duration::from_secs(5))?;
-                r.set_prepared_statement_cache_capacity(64);
+                tune(&r)?;
                 Ok(Mutex::new(r))
             })
             .collect::<anyhow::Result<Vec<_>>>()

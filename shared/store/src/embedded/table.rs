@@ -127,24 +127,40 @@ fn now_s() -> u64 {
     now_ms() / 1_000
 }
 
+/// The live item under `key` as of `now` (epoch seconds).
+fn read_item(c: &Connection, key: Key, now: i64) -> Result<Option<Item>, StoreError> {
+    let row: Option<(i64, String, Option<i64>)> = query_row(
+        c,
+        "SELECT version, doc, expires_at FROM items
+             WHERE pk = ?1 AND sk = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
+        params![key.pk, key.sk, now],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .optional()
+    .map_err(sql("reading an item"))?;
+    row.map(|(version, doc, expires_at)| to_item(key, version, &doc, expires_at))
+        .transpose()
+}
+
 #[async_trait]
 impl Table for SqliteTable {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         let key = key.clone();
         let now = now_s() as i64;
+        self.db.read(move |c| read_item(c, key, now)).await
+    }
+
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        let keys = keys.to_vec();
+        let now = now_s() as i64;
         self.db
             .read(move |c| {
-                let row: Option<(i64, String, Option<i64>)> = query_row(
-                    c,
-                    "SELECT version, doc, expires_at FROM items
-                         WHERE pk = ?1 AND sk = ?2 AND (expires_at IS NULL OR expires_at > ?3)",
-                    params![key.pk, key.sk, now],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()
-                .map_err(sql("reading an item"))?;
-                row.map(|(version, doc, expires_at)| to_item(key, version, &doc, expires_at))
-                    .transpose()
+                // One read transaction for all the keys instead of one per statement; it is
+                // ended whatever the reads did, so the connection never keeps a stale snapshot.
+                exec(c, "BEGIN", []).map_err(sql("starting a read"))?;
+                let items = keys.into_iter().map(|key| read_item(c, key, now)).collect();
+                exec(c, "COMMIT", []).map_err(sql("ending a read"))?;
+                items
             })
             .await
     }

@@ -177,6 +177,20 @@ pub trait Table: Send + Sync + 'static {
     /// MUST return [`StoreError::Backend`] only when the backend fails.
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
 
+    /// The live items under `keys`, one entry per key in the same order. Adapters read them in
+    /// as few round trips as the backend allows; the result is not a snapshot across keys
+    /// (a conditional write is what makes a read-modify-write safe).
+    ///
+    /// # Errors
+    /// MUST return [`StoreError::Backend`] only when the backend fails.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        let mut items = Vec::with_capacity(keys.len());
+        for key in keys {
+            items.push(self.get(key).await?);
+        }
+        Ok(items)
+    }
+
     /// Writes `put.doc` under `put.key` if `put.condition` holds; returns the new version.
     ///
     /// # Errors

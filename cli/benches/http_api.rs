@@ -1,8 +1,9 @@
-//! Budget requests through the full HTTP stack on the embedded store, next to `/health`
-//! (the HTTP floor) in the same run: requests/s and latency percentiles with concurrent
-//! clients on loopback. The server is the release `agentrl serve` binary in its own process.
+//! Budget requests and reward verifications through the full HTTP stack on the embedded
+//! store, next to `/health` (the HTTP floor) in the same run: requests/s and latency
+//! percentiles with concurrent clients on loopback. The server is the release `agentrl serve`
+//! binary in its own process.
 //!
-//! `cargo bench -p agentrl --bench budget_http [-- --clients N --seconds S]`
+//! `cargo bench -p agentrl --bench http_api [-- --clients N --seconds S]`
 
 use std::{
     io::{BufRead, BufReader},
@@ -151,7 +152,30 @@ fn main() {
             }
         })
         .await;
-        vec![health, budget]
+        let b = base.clone();
+        let verify = phase("POST /v1/executions + 3 × POST …/verifications", clients, seconds, move |http, n| {
+            let b = b.clone();
+            async move {
+                let (t0, created) = timed(http.post(format!("{b}/v1/executions")).bearer_auth(KEY).json(&json!({
+                    "agent_id": format!("agent-{}", n % 16), "input": "What is 6 * 7?",
+                    "output": "The answer is 42.", "tokens_used": 812, "latency_ms": 1840
+                })))
+                .await;
+                let id = created["execution_id"].as_str().unwrap().to_owned();
+                let url = format!("{b}/v1/executions/{id}/verifications");
+                let mut out = vec![t0];
+                for body in [
+                    json!({"method": "answer_match", "mode": "regex", "pattern": ".*\\b42\\b.*"}),
+                    json!({"method": "test_execution", "tests_passed": 11, "tests_total": 12}),
+                    json!({"method": "judge", "score": 8.0, "scale_max": 10.0, "confidence": 0.8}),
+                ] {
+                    out.push(timed(http.post(&url).bearer_auth(KEY).json(&body)).await.0);
+                }
+                out
+            }
+        })
+        .await;
+        vec![health, budget, verify]
     });
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
@@ -176,5 +200,9 @@ fn main() {
     println!(
         "budget / floor throughput: {:.2}",
         phases[1].per_second() / phases[0].per_second()
+    );
+    println!(
+        "verifications/s: {:.0} (3 of every 4 requests of the last phase)",
+        phases[2].per_second() * 0.75
     );
 }
