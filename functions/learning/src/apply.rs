@@ -13,9 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentrl_core::{
     TenantId,
-    learning::{
-        AgentProjection, Event, EventBody, LearningConfig, Relationship, ReplyLedger, reward,
-    },
+    learning::{AgentProjection, Event, LearningConfig, Relationship, ReplyLedger, absorb},
 };
 use agentrl_store::{
     StoreError,
@@ -40,15 +38,6 @@ pub struct Applied {
     pub duplicates: usize,
 }
 
-/// The reply an event touches: a reply names its own message id, a feedback its source id.
-fn reply_of(event: &Event) -> Option<&str> {
-    match &event.body {
-        EventBody::Reply(r) => Some(&r.message_id),
-        EventBody::Feedback(f) => f.source_id.as_deref(),
-        _ => None,
-    }
-}
-
 /// Splits `events` into chunks whose transaction stays within [`MAX_WRITES`]: the agent item,
 /// the pending entry, and per event its marker plus any relationship or reply not yet in the
 /// chunk.
@@ -58,7 +47,7 @@ fn chunks(events: Vec<Event>) -> Vec<Vec<Event>> {
     let mut keys: BTreeSet<(u8, String)> = BTreeSet::new();
     for event in events {
         let mut new_keys = vec![(0u8, event.user_id.clone())];
-        if let Some(reply) = reply_of(&event) {
+        if let Some(reply) = event.reply_id() {
             new_keys.push((1, reply.to_owned()));
         }
         let added = new_keys.iter().filter(|k| !keys.contains(k)).count();
@@ -143,7 +132,7 @@ impl LearningRepo {
         chunk: &[Event],
     ) -> Result<ChunkState, StoreError> {
         let users: BTreeSet<&str> = chunk.iter().map(|e| e.user_id.as_str()).collect();
-        let replies: BTreeSet<&str> = chunk.iter().filter_map(reply_of).collect();
+        let replies: BTreeSet<&str> = chunk.iter().filter_map(Event::reply_id).collect();
         let mut keys = vec![agent_key(t, agent)];
         keys.extend(users.iter().map(|u| user_key(t, agent, u)));
         keys.extend(replies.iter().map(|m| reply_key(t, agent, m)));
@@ -196,29 +185,14 @@ fn build(
         mut replies,
         ..
     } = state;
-    let weights = &config.rewards;
     for event in chunk {
-        let r = reward(event, weights);
-        match &event.body {
-            EventBody::Reply(reply) => {
-                if let Some((ledger, _)) = replies.get_mut(&reply.message_id) {
-                    for credit in ledger.record_reply(event, reply, config) {
-                        doc.projection.credit(&credit);
-                    }
-                }
-            }
-            EventBody::Feedback(f) => {
-                if let Some((ledger, _)) = f.source_id.as_ref().and_then(|s| replies.get_mut(s))
-                    && let Some(credit) = ledger.record_feedback(&event.event_id, r)
-                {
-                    doc.projection.credit(&credit);
-                }
-            }
-            _ => {}
-        }
-        doc.projection.apply(event, r, config);
+        let ledger = event
+            .reply_id()
+            .and_then(|id| replies.get_mut(id))
+            .map(|(ledger, _)| ledger);
+        // Every event's user was read with the chunk.
         if let Some((relationship, _)) = users.get_mut(&event.user_id) {
-            relationship.apply(event, r, config);
+            absorb(event, &mut doc.projection, relationship, ledger, config);
         }
     }
     // Retention runs from when the events were applied, not from when they happened: a
@@ -272,6 +246,8 @@ fn build(
 
 #[cfg(test)]
 mod tests {
+    use agentrl_core::learning::EventBody;
+
     use super::*;
 
     fn feedback(id: usize, user: usize) -> Event {

@@ -8,6 +8,7 @@
 //! newest time seen, and capped collections keep a fixed ranking of their members.
 //! Deduplication by event id happens outside core.
 
+mod absorb;
 mod behaviour;
 mod bounded;
 mod config;
@@ -25,6 +26,7 @@ mod trigger;
 #[cfg(test)]
 mod testkit;
 
+pub use absorb::absorb;
 pub use behaviour::{ActionRecord, ActionStats, Behaviour, MAX_ACTIONS};
 pub use config::{DatasetTrigger, EpsilonConfig, LearningConfig, PolicyConfig, TraitBounds};
 pub use event::{

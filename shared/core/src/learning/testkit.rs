@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     Action, AgentProjection, Event, EventBody, Feedback, LearningConfig, Relationship, Reply,
-    ReplyLedger, SessionEnded, reward,
+    ReplyLedger, SessionEnded, absorb,
 };
 
 const DAY_MS: i64 = 86_400_000;
@@ -192,30 +192,16 @@ pub(crate) fn run_all(events: &[Event], config: &LearningConfig) -> Outcome {
         ledgers: BTreeMap::new(),
     };
     for e in events {
-        let r = reward(e, &config.rewards);
-        out.projection.apply(e, r, config);
-        out.relationship.apply(e, r, config);
-        let credits = match &e.body {
-            EventBody::Reply(body) => out
-                .ledgers
-                .entry(body.message_id.clone())
-                .or_default()
-                .record_reply(e, body, config),
-            EventBody::Feedback(Feedback {
-                source_id: Some(source),
-                ..
-            }) => out
-                .ledgers
-                .entry(source.clone())
-                .or_default()
-                .record_feedback(&e.event_id, r)
-                .into_iter()
-                .collect(),
-            _ => Vec::new(),
-        };
-        for credit in &credits {
-            out.projection.credit(credit);
-        }
+        let ledger = e
+            .reply_id()
+            .map(|id| out.ledgers.entry(id.to_owned()).or_default());
+        absorb(
+            e,
+            &mut out.projection,
+            &mut out.relationship,
+            ledger,
+            config,
+        );
     }
     out
 }
