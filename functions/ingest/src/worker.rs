@@ -91,19 +91,17 @@ impl Ingest {
     /// each by its own worker; returns the ids of the messages to retry. Poison messages are
     /// dead-lettered here, with their reason.
     pub async fn process(&self, messages: &[Message]) -> Vec<String> {
-        let (events, trajectories): (Vec<Message>, Vec<Message>) = messages
-            .iter()
-            .cloned()
-            .partition(|m| is_event_message(&m.body));
+        let (events, trajectories): (Vec<&Message>, Vec<&Message>) =
+            messages.iter().partition(|m| is_event_message(&m.body));
         let (mut retry, learned) = tokio::join!(
             self.trajectories(&trajectories),
-            self.learner.process(&events)
+            self.learner.process(events)
         );
         retry.extend(learned);
         retry
     }
 
-    async fn trajectories(&self, messages: &[Message]) -> Vec<String> {
+    async fn trajectories(&self, messages: &[&Message]) -> Vec<String> {
         let mut retry = Vec::new();
         let mut dead = Vec::new();
         let mut partitions: BTreeMap<(String, String), Vec<Prepared>> = BTreeMap::new();

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentrl_core::{
     TenantId,
-    learning::{AgentProjection, Event, LearningConfig, Relationship, ReplyLedger, absorb},
+    learning::{Event, LearningConfig, Relationship, ReplyLedger, absorb},
 };
 use agentrl_store::{
     StoreError,
@@ -23,7 +23,7 @@ use agentrl_store::{
 
 use crate::repo::{
     AgentDoc, LearningRepo, MARKER_SECONDS, REPLY_SECONDS, Versioned, agent_key, marker_key,
-    pending_key, reply_key, user_key, versioned,
+    pending_entry, reply_key, user_key, versioned,
 };
 
 /// The most writes of one transaction (the table's limit).
@@ -36,6 +36,8 @@ pub struct Applied {
     pub applied: usize,
     /// Events that had been applied before (redeliveries).
     pub duplicates: usize,
+    /// Whether the agent's projection, as last written, is due a policy update.
+    pub update_due: bool,
 }
 
 /// Splits `events` into chunks whose transaction stays within [`MAX_WRITES`]: the agent item,
@@ -75,7 +77,7 @@ struct ChunkState {
 
 impl LearningRepo {
     /// Applies `events` (all of `agent`, deduplicated by id within the batch) under
-    /// `config`; returns the agent's projection as written last, with what was done.
+    /// `config`; returns what was done.
     ///
     /// # Errors
     /// When a store fails, or the agent stayed contended for every attempt.
@@ -85,12 +87,11 @@ impl LearningRepo {
         agent: &str,
         mut events: Vec<Event>,
         config: &LearningConfig,
-    ) -> Result<(Applied, Option<AgentProjection>), StoreError> {
+    ) -> Result<Applied, StoreError> {
         // A fixed order makes the chunks, and so the retries, deterministic.
         events
             .sort_by(|a, b| (a.occurred_at_ms, &a.event_id).cmp(&(b.occurred_at_ms, &b.event_id)));
         let mut done = Applied::default();
-        let mut last = None;
         for mut chunk in chunks(events) {
             let mut attempt = 0;
             loop {
@@ -102,11 +103,11 @@ impl LearningRepo {
                 if chunk.is_empty() {
                     break;
                 }
-                let (writes, projection) = build(t, agent, &chunk, state, config)?;
+                let (writes, due) = build(t, agent, &chunk, state, config)?;
                 match self.table.transact(writes).await {
                     Ok(()) => {
                         done.applied += chunk.len();
-                        last = Some(projection);
+                        done.update_due = due;
                         break;
                     }
                     // A concurrent writer (or delivery) got there first: read again.
@@ -120,7 +121,7 @@ impl LearningRepo {
                 }
             }
         }
-        Ok((done, last))
+        Ok(done)
     }
 
     /// Everything a chunk touches, in one batched read: the agent, its relationships and
@@ -171,14 +172,14 @@ fn put(key: Key, doc: serde_json::Value, expires_at: Option<u64>, condition: Con
     })
 }
 
-/// The chunk's writes and the projection they store.
+/// The chunk's writes, and whether the projection they store is due a policy update.
 fn build(
     t: &TenantId,
     agent: &str,
     chunk: &[Event],
     state: ChunkState,
     config: &LearningConfig,
-) -> Result<(Vec<Write>, AgentProjection), StoreError> {
+) -> Result<(Vec<Write>, bool), StoreError> {
     let ChunkState {
         agent: (mut doc, agent_version),
         mut users,
@@ -198,11 +199,12 @@ fn build(
     // Retention runs from when the events were applied, not from when they happened: a
     // redelivery comes within the queue's retention of the first delivery, whatever the
     // events' own times.
-    let expiry = |seconds: u64| Some(now_ms() / 1_000 + seconds);
+    let now_s = now_ms() / 1_000;
+    let expiry = |seconds: u64| Some(now_s + seconds);
     let mut writes = Vec::with_capacity(3 + users.len() + replies.len() + chunk.len());
     let newly_pending = !doc.pending;
     doc.pending = true;
-    let projection = doc.projection.clone();
+    let update_due = doc.projection.update_due(config);
     writes.push(put(
         agent_key(t, agent),
         encode(&doc)?,
@@ -210,12 +212,7 @@ fn build(
         Condition::at(agent_version),
     ));
     if newly_pending {
-        writes.push(put(
-            pending_key(t, agent),
-            serde_json::json!({}),
-            None,
-            Condition::None,
-        ));
+        writes.push(pending_entry(t, agent, true));
     }
     for (user, (relationship, version)) in &users {
         writes.push(put(
@@ -241,7 +238,7 @@ fn build(
             Condition::Absent,
         ));
     }
-    Ok((writes, projection))
+    Ok((writes, update_due))
 }
 
 #[cfg(test)]

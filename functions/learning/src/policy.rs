@@ -11,20 +11,17 @@ use std::sync::Arc;
 
 use agentrl_core::{
     TenantId,
-    learning::{AgentProjection, Plan, dataset_due, plan},
+    learning::{AgentProjection, LearningConfig, Plan, dataset_due, plan},
 };
 use agentrl_store::{
     StoreError,
-    ports::{Condition, Put, Queue, Write, encode},
+    ports::Queue,
     retry::{MAX_ATTEMPTS, back_off, now_ms},
 };
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::repo::{
-    AgentDoc, LearningRepo, Outbound, PENDING_SHARDS, SHADOW_LOG_LEN, ShadowEntry, agent_key,
-    pending_key,
-};
+use crate::repo::{AgentDoc, LearningRepo, Outbound, PENDING_SHARDS, SHADOW_LOG_LEN, ShadowEntry};
 
 /// What one update did.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -86,22 +83,83 @@ fn still_pending(doc: &AgentDoc) -> bool {
     !doc.outbox.is_empty() || doc.projection.feedback_since_update > 0
 }
 
-/// Lists or unlists the agent in its pending partition, as `pending` says.
-fn pending_entry(t: &TenantId, agent: &str, pending: bool) -> Write {
-    let key = pending_key(t, agent);
-    if pending {
-        Write::Put(Put {
-            key,
-            doc: serde_json::json!({}),
-            expires_at: None,
-            condition: Condition::None,
-        })
+/// Computes the plan and changes `doc` as the update would: applied, or recorded in the
+/// shadow log; dataset trigger; outbox; pending flag.
+fn plan_into(
+    t: &TenantId,
+    agent: &str,
+    doc: &mut AgentDoc,
+    config: &LearningConfig,
+    now: i64,
+) -> Result<UpdateReport, StoreError> {
+    let projection = &mut doc.projection;
+    projection.prune(now, config);
+    let plan = plan(projection, &doc.settings, config, now);
+    let was_frozen = projection.frozen;
+    let due = dataset_due(projection, config, now);
+    let applied = if doc.settings.shadow {
+        doc.shadow_log.push(ShadowEntry {
+            at_ms: now,
+            plan: plan.clone(),
+            dataset_due: due,
+        });
+        let excess = doc.shadow_log.len().saturating_sub(SHADOW_LOG_LEN);
+        doc.shadow_log.drain(..excess);
+        false
     } else {
-        Write::Delete {
-            key,
-            condition: Condition::None,
-        }
+        projection.apply_plan(&plan, now)
+    };
+    // The trigger is consumed whatever the outcome: shadow and frozen agents are not
+    // re-planned on every batch.
+    projection.feedback_since_update = 0;
+    let detail = serde_json::to_value(&plan).map_err(|e| StoreError::Backend(e.into()))?;
+    if applied {
+        doc.outbox.push(outbound(
+            t,
+            agent,
+            "agent.learning.updated",
+            projection,
+            now,
+            detail.clone(),
+        ));
     }
+    if projection.frozen && !was_frozen {
+        doc.outbox.push(outbound(
+            t,
+            agent,
+            "agent.learning.frozen",
+            projection,
+            now,
+            serde_json::json!({ "reason": projection.frozen_reason, "plan": detail }),
+        ));
+    }
+    // In shadow mode the trigger is only recorded, like the plan.
+    let dataset_requested = due && !doc.settings.shadow;
+    if dataset_requested {
+        projection.dataset_requested_ms = Some(now);
+        let figures = serde_json::json!({
+            "positive_count": projection.feedback.positive_count,
+            "high_quality": projection.feedback.high_quality.len(),
+        });
+        doc.outbox.push(outbound(
+            t,
+            agent,
+            "dataset.generation.requested",
+            projection,
+            now,
+            figures,
+        ));
+    }
+    let report = UpdateReport {
+        plan,
+        applied,
+        shadow: doc.settings.shadow,
+        frozen: projection.frozen,
+        learning_version: projection.learning_version,
+        dataset_requested,
+    };
+    doc.pending = still_pending(doc);
+    Ok(report)
 }
 
 impl Policy {
@@ -122,21 +180,14 @@ impl Policy {
     ) -> Result<Option<UpdateReport>, StoreError> {
         let config = self.repo.config(t).await?;
         let mut attempt = 0;
-        let report = loop {
+        let (report, outbox) = loop {
             let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
             let (mut doc, Some(version)) = self.repo.agent(t, agent).await? else {
                 return Ok(None);
             };
-            let report = self.plan_into(t, agent, &mut doc, &config, now)?;
-            let mut writes = vec![Write::Put(Put {
-                key: agent_key(t, agent),
-                doc: encode(&doc)?,
-                expires_at: None,
-                condition: Condition::Version(version),
-            })];
-            writes.push(pending_entry(t, agent, doc.pending));
-            match self.repo.table.transact(writes).await {
-                Ok(()) => break report,
+            let report = plan_into(t, agent, &mut doc, &config, now)?;
+            match self.repo.save_agent(t, agent, &doc, version).await {
+                Ok(()) => break (report, doc.outbox),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict)
                     if attempt + 1 < MAX_ATTEMPTS =>
                 {
@@ -146,117 +197,34 @@ impl Policy {
                 Err(e) => return Err(e),
             }
         };
-        self.publish(t, agent).await?;
+        self.publish(t, agent, &outbox).await?;
         Ok(Some(report))
     }
 
-    /// Computes the plan and changes `doc` as the update would: applied, or recorded in the
-    /// shadow log; dataset trigger; outbox; pending flag.
-    fn plan_into(
+    /// Sends `outbox` (the agent's, as just written) on the event queue, then clears what was
+    /// sent from the stored item.
+    async fn publish(
         &self,
         t: &TenantId,
         agent: &str,
-        doc: &mut AgentDoc,
-        config: &agentrl_core::learning::LearningConfig,
-        now: i64,
-    ) -> Result<UpdateReport, StoreError> {
-        let projection = &mut doc.projection;
-        projection.prune(now, config);
-        let plan = plan(projection, &doc.settings, config, now);
-        let was_frozen = projection.frozen;
-        let due = dataset_due(projection, config, now);
-        let applied = if doc.settings.shadow {
-            doc.shadow_log.push(ShadowEntry {
-                at_ms: now,
-                plan: plan.clone(),
-                dataset_due: due,
-            });
-            let excess = doc.shadow_log.len().saturating_sub(SHADOW_LOG_LEN);
-            doc.shadow_log.drain(..excess);
-            false
-        } else {
-            projection.apply_plan(&plan, now)
-        };
-        // The trigger is consumed whatever the outcome: shadow and frozen agents are not
-        // re-planned on every batch.
-        projection.feedback_since_update = 0;
-        let detail = serde_json::to_value(&plan).map_err(|e| StoreError::Backend(e.into()))?;
-        if applied {
-            doc.outbox.push(outbound(
-                t,
-                agent,
-                "agent.learning.updated",
-                projection,
-                now,
-                detail.clone(),
-            ));
-        }
-        if projection.frozen && !was_frozen {
-            doc.outbox.push(outbound(
-                t,
-                agent,
-                "agent.learning.frozen",
-                projection,
-                now,
-                serde_json::json!({ "reason": projection.frozen_reason, "plan": detail }),
-            ));
-        }
-        // In shadow mode the trigger is only recorded, like the plan.
-        let dataset_requested = due && !doc.settings.shadow;
-        if dataset_requested {
-            projection.dataset_requested_ms = Some(now);
-            let figures = serde_json::json!({
-                "positive_count": projection.feedback.positive_count,
-                "high_quality": projection.feedback.high_quality.len(),
-            });
-            doc.outbox.push(outbound(
-                t,
-                agent,
-                "dataset.generation.requested",
-                projection,
-                now,
-                figures,
-            ));
-        }
-        let report = UpdateReport {
-            plan,
-            applied,
-            shadow: doc.settings.shadow,
-            frozen: projection.frozen,
-            learning_version: projection.learning_version,
-            dataset_requested,
-        };
-        doc.pending = still_pending(doc);
-        Ok(report)
-    }
-
-    /// Sends the agent's outbox on the event queue, then clears what was sent.
-    async fn publish(&self, t: &TenantId, agent: &str) -> Result<(), StoreError> {
-        let (doc, _) = self.repo.agent(t, agent).await?;
-        if doc.outbox.is_empty() {
+        outbox: &[Outbound],
+    ) -> Result<(), StoreError> {
+        if outbox.is_empty() {
             return Ok(());
         }
-        let bodies = doc
-            .outbox
+        let bodies = outbox
             .iter()
             .map(|e| serde_json::to_string(e).map_err(|e| StoreError::Backend(e.into())))
             .collect::<Result<Vec<_>, _>>()?;
         self.events.send_batch(&bodies).await?;
-        let sent: Vec<&str> = doc.outbox.iter().map(|e| e.event_id.as_str()).collect();
+        let sent: Vec<&str> = outbox.iter().map(|e| e.event_id.as_str()).collect();
         for attempt in 0..MAX_ATTEMPTS {
             let (mut doc, Some(version)) = self.repo.agent(t, agent).await? else {
                 return Ok(());
             };
             doc.outbox.retain(|e| !sent.contains(&e.event_id.as_str()));
             doc.pending = still_pending(&doc);
-            let mut writes = vec![Write::Put(Put {
-                key: agent_key(t, agent),
-                doc: encode(&doc)?,
-                expires_at: None,
-                condition: Condition::Version(version),
-            })];
-            writes.push(pending_entry(t, agent, doc.pending));
-            match self.repo.table.transact(writes).await {
+            match self.repo.save_agent(t, agent, &doc, version).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
                     back_off(attempt).await;

@@ -20,7 +20,7 @@ use agentrl_core::{
 use agentrl_store::{
     StoreError,
     keys::partition,
-    ports::{Condition, Item, Key, Put, Query, SortRange, Table, encode},
+    ports::{Condition, Item, Key, Put, Query, SortRange, Table, Write, encode},
     retry::{MAX_ATTEMPTS, back_off},
     tenant_config::TenantConfig,
 };
@@ -121,6 +121,24 @@ pub(crate) fn pending_key(t: &TenantId, agent: &str) -> Key {
     Key::new(pending_pk(shard), format!("{t}#{agent}"))
 }
 
+/// Lists or unlists the agent in its pending partition, as `pending` says.
+pub(crate) fn pending_entry(t: &TenantId, agent: &str, pending: bool) -> Write {
+    let key = pending_key(t, agent);
+    if pending {
+        Write::Put(Put {
+            key,
+            doc: serde_json::json!({}),
+            expires_at: None,
+            condition: Condition::None,
+        })
+    } else {
+        Write::Delete {
+            key,
+            condition: Condition::None,
+        }
+    }
+}
+
 /// Who is pending: the entry's sort key split back into tenant and agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingAgent {
@@ -183,6 +201,29 @@ impl LearningRepo {
         agent: &str,
     ) -> Result<Versioned<AgentDoc>, StoreError> {
         self.read(&agent_key(t, agent)).await
+    }
+
+    /// Writes the agent item back, conditioned on the `version` it was read at, with its
+    /// pending-list entry in step with `doc.pending`.
+    ///
+    /// # Errors
+    /// [`StoreError::ConditionFailed`] when the item changed since `version`.
+    pub(crate) async fn save_agent(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        doc: &AgentDoc,
+        version: u64,
+    ) -> Result<(), StoreError> {
+        let put = Write::Put(Put {
+            key: agent_key(t, agent),
+            doc: encode(doc)?,
+            expires_at: None,
+            condition: Condition::Version(version),
+        });
+        self.table
+            .transact(vec![put, pending_entry(t, agent, doc.pending)])
+            .await
     }
 
     /// Changes the agent item with `change` under optimistic concurrency; creates it when

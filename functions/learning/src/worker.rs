@@ -50,7 +50,10 @@ impl Learner {
 
     /// Processes a batch of learning-event messages; returns the ids of the messages to retry.
     /// Poison messages are dead-lettered here, with their reason.
-    pub async fn process(&self, messages: &[Message]) -> Vec<String> {
+    pub async fn process<'a>(
+        &self,
+        messages: impl IntoIterator<Item = &'a Message>,
+    ) -> Vec<String> {
         let mut groups: BTreeMap<(TenantId, String), Group> = BTreeMap::new();
         let mut retry = Vec::new();
         for message in messages {
@@ -99,12 +102,12 @@ impl Learner {
         events: BTreeMap<String, Event>,
     ) -> Result<(), StoreError> {
         let config = self.repo.config(tenant).await?;
-        let (applied, projection) = self
+        let applied = self
             .repo
             .apply(tenant, agent, events.into_values().collect(), &config)
             .await?;
         tracing::debug!(%tenant, agent_id = %agent, applied = applied.applied, duplicates = applied.duplicates, "events applied");
-        if projection.is_some_and(|p| p.update_due(&config)) {
+        if applied.update_due {
             // The threshold trigger. A failure here does not undo the events: the scheduled
             // run picks the agent up from the pending list.
             if let Err(e) = self.policy.update(tenant, agent).await {

@@ -45,20 +45,22 @@ pub(crate) async fn verify(
     ValidJson(request): ValidJson<Request>,
 ) -> Result<(StatusCode, Json<VerificationView>), ApiError> {
     let repo = &state.repo;
-    let (execution, _) = repo
-        .execution(&tenant, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("execution"))?;
+    let read = || async {
+        repo.execution(&tenant, &id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("execution"))
+    };
+    let (mut execution, mut version) = read().await?;
     let config = repo.config(&tenant).await?;
     let method = request.method();
     // A JUnit report of tens of MB is milliseconds of CPU: keep it off the async workers.
     let outcome = tokio::task::spawn_blocking({
-        let config = config.clone();
+        let (output, config) = (execution.output.clone(), config.clone());
         move || {
             verify::run(
                 &request,
                 &Context {
-                    output: &execution.output,
+                    output: &output,
                     config: &config,
                 },
             )
@@ -76,10 +78,10 @@ pub(crate) async fn verify(
         now,
     );
     for attempt in 0..MAX_ATTEMPTS {
-        let (mut execution, version) = repo
-            .execution(&tenant, &id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("execution"))?;
+        // The first attempt uses the read above; a lost race reads again.
+        if attempt > 0 {
+            (execution, version) = read().await?;
+        }
         if execution.verifications >= MAX_VERIFICATIONS {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
