@@ -34,6 +34,11 @@ enum Command {
         #[command(subcommand)]
         command: DatasetCommand,
     },
+    /// GRPO training (candle): run, logprobs, bench, demo.
+    Train {
+        #[command(subcommand)]
+        command: agentrl_train::cli::TrainCommand,
+    },
     /// Budget operator commands.
     Budget {
         #[command(subcommand)]
@@ -70,6 +75,11 @@ fn main() -> std::process::ExitCode {
             Command::Dataset {
                 command: DatasetCommand::Build(a),
             } => dataset::run(&a).await,
+            Command::Train { command } => {
+                agentrl_http::telemetry::init();
+                // Training is CPU-bound and synchronous: off the async workers.
+                tokio::task::spawn_blocking(move || agentrl_train::cli::run(command)).await?
+            }
             Command::Budget {
                 command: BudgetCommand::Replay(a),
             } => replay::run(&a),

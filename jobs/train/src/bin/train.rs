@@ -1,0 +1,23 @@
+//! `train`: the trainer's own binary, the entry point of the Batch container image (the same
+//! commands as `agentrl train`).
+
+use clap::Parser;
+
+/// The trainer.
+#[derive(Debug, Parser)]
+#[command(name = "train", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: agentrl_train::cli::TrainCommand,
+}
+
+fn main() -> std::process::ExitCode {
+    agentrl_http::telemetry::init();
+    match agentrl_train::cli::run(Cli::parse().command) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

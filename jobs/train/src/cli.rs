@@ -1,0 +1,172 @@
+//! The `train` command line, shared by `agentrl train` and the Batch container's `train`
+//! binary.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::advantage::Credit;
+use crate::config::TrainConfig;
+use crate::demo::{DemoOptions, DemoTask};
+use crate::run::{RunOptions, bench, logprobs, run_dataset, run_prompts};
+
+/// `train` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TrainCommand {
+    /// Train a model: on a dataset (offline GRPO) or on verifiable prompts (online GRPO).
+    Run(RunArgs),
+    /// Print the log-probability of each response token, one JSON line per input line.
+    Logprobs {
+        /// Model directory (Hugging Face layout).
+        #[arg(long)]
+        model: PathBuf,
+        /// JSON Lines of `{"prompt_ids": [...], "response_ids": [...]}`.
+        #[arg(long)]
+        input: PathBuf,
+    },
+    /// Time forward + backward + AdamW on random ids; prints one JSON line.
+    Bench {
+        /// Model directory.
+        #[arg(long)]
+        model: PathBuf,
+        /// Sequences per step.
+        #[arg(long, default_value_t = 8)]
+        batch: usize,
+        /// Tokens per sequence.
+        #[arg(long, default_value_t = 48)]
+        seq: usize,
+        /// LoRA rank on every linear layer (full fine-tuning when absent).
+        #[arg(long)]
+        lora: Option<usize>,
+        /// Timed steps (after 2 warm-up steps); the median is reported.
+        #[arg(long, default_value_t = 20)]
+        iterations: usize,
+    },
+    /// Show that an agent learns: a tiny model, a multi-turn tool-use task, SFT then GRPO.
+    Demo {
+        /// Time budget of the GRPO phase.
+        #[arg(long, default_value_t = 15.0)]
+        minutes: f64,
+        /// Credit assignment.
+        #[arg(long, value_enum, default_value = "broadcast")]
+        credit: CreditArg,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output directory.
+        #[arg(long, default_value = "agentrl-train-demo")]
+        out: PathBuf,
+        /// The task.
+        #[arg(long, value_enum, default_value = "calc")]
+        task: DemoTask,
+    },
+}
+
+/// `--credit` of the demo.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CreditArg {
+    /// The episode advantage on every turn.
+    Broadcast,
+    /// Per-turn returns.
+    Turn,
+}
+
+/// `train run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Base model directory (Hugging Face layout).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// A dataset directory written by `agentrl dataset build`.
+    #[arg(long, conflicts_with = "prompts", required_unless_present = "prompts")]
+    pub dataset: Option<PathBuf>,
+    /// Prompts for online GRPO (JSON Lines of prompt, answer, match).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+    /// SFT examples to train first (JSON Lines of prompt, completion); with --prompts.
+    #[arg(long, requires = "prompts")]
+    pub sft: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Training config (JSON).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// GRPO optimizer steps (0: the SFT phase alone).
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// Stop with a resumable checkpoint after this many optimizer steps (simulates a Spot
+    /// interruption; rerun the same command to resume).
+    #[arg(long, hide = true)]
+    pub stop_after: Option<u64>,
+}
+
+/// Runs a `train` subcommand.
+///
+/// # Errors
+/// Whatever the command reports, naming the file or field at fault.
+pub fn run(command: TrainCommand) -> anyhow::Result<()> {
+    match command {
+        TrainCommand::Run(a) => {
+            let config = match &a.config {
+                Some(path) => TrainConfig::load(path)?,
+                None => TrainConfig::default(),
+            };
+            let o = RunOptions {
+                model: a.model,
+                out: a.out.clone(),
+                config,
+                steps: a.steps,
+                stop_after: a.stop_after,
+            };
+            let outcome = match (&a.dataset, &a.prompts) {
+                (Some(d), _) => run_dataset(&o, d)?,
+                (None, Some(p)) => run_prompts(&o, p, a.sft.as_deref())?,
+                (None, None) => anyhow::bail!("one of --dataset or --prompts is required"),
+            };
+            match outcome {
+                Some(run) => println!("{}", serde_json::to_string(&run)?),
+                None => eprintln!(
+                    "stopped with a checkpoint in {}; run the same command to resume",
+                    a.out.display()
+                ),
+            }
+        }
+        TrainCommand::Logprobs { model, input } => {
+            let stdout = std::io::stdout();
+            logprobs(&model, &input, &mut stdout.lock())?;
+        }
+        TrainCommand::Bench {
+            model,
+            batch,
+            seq,
+            lora,
+            iterations,
+        } => {
+            anyhow::ensure!(
+                batch > 0 && seq > 1 && iterations > 0,
+                "--batch ≥ 1, --seq ≥ 2, --iterations ≥ 1"
+            );
+            println!("{}", bench(&model, batch, seq, lora, iterations)?);
+        }
+        TrainCommand::Demo {
+            minutes,
+            credit,
+            seed,
+            out,
+            task,
+        } => {
+            anyhow::ensure!(
+                minutes > 0.0 && minutes.is_finite(),
+                "--minutes must be positive"
+            );
+            let credit = match credit {
+                CreditArg::Broadcast => Credit::Broadcast,
+                CreditArg::Turn => Credit::Turn,
+            };
+            let run = crate::demo::run(&DemoOptions::new(task, credit, seed, minutes, out))?;
+            println!("{}", serde_json::to_string_pretty(&run)?);
+        }
+    }
+    Ok(())
+}

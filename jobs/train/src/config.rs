@@ -1,0 +1,333 @@
+//! The training config (JSON): every key optional, every default documented in
+//! `docs/training.md` with the anchor it comes from, every value range-checked with its path.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::advantage::{Credit, StdScaling};
+use crate::error::{Result, TrainError};
+use crate::loss::Aggregation;
+use crate::model::LoraConfig;
+use crate::optim::OptimizerConfig;
+
+/// The whole config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Seeds weights of new adapters, sampling, shuffling and dropout.
+    pub seed: u64,
+    /// Upper bound on padded tokens (sequences × longest) per micro-batch; gradients are
+    /// accumulated over micro-batches, so memory follows this, not the batch or dataset size.
+    pub micro_batch_tokens: usize,
+    /// Write a resumable checkpoint every N optimizer steps (0 = only at the end).
+    pub checkpoint_every: u64,
+    /// Evaluate every N GRPO steps (0 = only before and after).
+    pub eval_every: u64,
+    /// Also write merged full weights when training LoRA.
+    pub merge_lora: bool,
+    /// `null`: full fine-tuning; otherwise LoRA.
+    pub lora: Option<LoraConfig>,
+    /// The supervised warm-up.
+    pub sft: SftConfig,
+    /// The RL phase.
+    pub grpo: GrpoConfig,
+    /// AdamW and the schedule.
+    pub optimizer: OptimizerConfig,
+    /// Evaluation of online runs.
+    pub eval: EvalConfig,
+    /// Tokenizer names rows may carry, mapped to the sha256 of their `tokenizer.json`.
+    pub tokenizers: BTreeMap<String, String>,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            micro_batch_tokens: 8192,
+            checkpoint_every: 50,
+            eval_every: 10,
+            merge_lora: false,
+            lora: None,
+            sft: SftConfig::default(),
+            grpo: GrpoConfig::default(),
+            optimizer: OptimizerConfig::default(),
+            eval: EvalConfig::default(),
+            tokenizers: BTreeMap::new(),
+        }
+    }
+}
+
+/// `sft`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SftConfig {
+    /// Passes over the SFT examples (0 = skip the phase).
+    pub epochs: u32,
+    /// Peak learning rate.
+    pub learning_rate: f64,
+    /// Examples per optimizer step.
+    pub batch_size: usize,
+}
+
+impl Default for SftConfig {
+    fn default() -> Self {
+        Self {
+            epochs: 1,
+            learning_rate: 1e-5,
+            batch_size: 8,
+        }
+    }
+}
+
+/// `grpo`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GrpoConfig {
+    /// Optimizer steps when the command line gives none.
+    pub steps: u64,
+    /// Peak learning rate.
+    pub learning_rate: f64,
+    /// Completions sampled per prompt (G).
+    pub group_size: usize,
+    /// Sampling temperature of online rollouts.
+    pub temperature: f64,
+    /// Nucleus sampling mass (1 = off).
+    pub top_p: f64,
+    /// Groups per optimizer step (prompts in online mode, dataset groups offline).
+    pub batch_prompts: usize,
+    /// Longest completion (per model turn) in tokens.
+    pub max_new_tokens: usize,
+    /// Strings that end a completion besides the end-of-sequence token.
+    pub stop: Vec<String>,
+    /// Wrap prompts in the tokenizer's chat template (`false`: raw text).
+    pub chat_template: bool,
+    /// ε_low of the clipped ratio.
+    pub epsilon_low: f64,
+    /// ε_high (DAPO clip-higher).
+    pub epsilon_high: f64,
+    /// Dual-clip constant c for negative advantages.
+    pub dual_clip: f64,
+    /// Advantage scaling.
+    pub std_scaling: StdScaling,
+    /// Loss aggregation.
+    pub aggregation: Aggregation,
+    /// β of the k3 KL to the initial policy (0 = off, no reference kept).
+    pub kl_beta: f64,
+    /// Where each turn's credit comes from.
+    pub credit: Credit,
+    /// Discount of per-turn returns (`credit = turn`).
+    pub gamma: f64,
+    /// Policy updates per batch of rollouts (TRL `num_iterations`, μ).
+    pub updates_per_batch: u32,
+    /// Truncation C of off-policy importance weights.
+    pub importance_cap: f64,
+    /// The version the base model is (rows of another version are off-policy by that much).
+    pub policy_version: Option<i64>,
+    /// Rows more than this many versions older than `policy_version` are dropped.
+    pub max_staleness: Option<i64>,
+    /// DAPO dynamic sampling: keep drawing prompts until the batch has `batch_prompts` groups
+    /// whose rewards differ.
+    pub dynamic_sampling: bool,
+    /// Cap on prompts drawn per step, as a multiple of `batch_prompts`.
+    pub max_draws: usize,
+}
+
+impl Default for GrpoConfig {
+    fn default() -> Self {
+        Self {
+            steps: 100,
+            learning_rate: 1e-6,
+            group_size: 8,
+            temperature: 1.0,
+            top_p: 1.0,
+            batch_prompts: 8,
+            max_new_tokens: 256,
+            stop: Vec::new(),
+            chat_template: false,
+            epsilon_low: 0.2,
+            epsilon_high: 0.28,
+            dual_clip: 3.0,
+            std_scaling: StdScaling::Group,
+            aggregation: Aggregation::TokenMean,
+            kl_beta: 0.0,
+            credit: Credit::Broadcast,
+            gamma: 1.0,
+            updates_per_batch: 1,
+            importance_cap: 2.0,
+            policy_version: None,
+            max_staleness: None,
+            dynamic_sampling: true,
+            max_draws: 4,
+        }
+    }
+}
+
+/// `eval`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvalConfig {
+    /// Fraction of the prompts held out for evaluation (never trained on).
+    pub holdout_fraction: f64,
+    /// Most held-out prompts evaluated (greedy decoding).
+    pub max_prompts: usize,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        Self {
+            holdout_fraction: 0.1,
+            max_prompts: 256,
+        }
+    }
+}
+
+fn positive(field: &str, x: f64) -> Result<()> {
+    if x.is_finite() && x > 0.0 {
+        Ok(())
+    } else {
+        Err(TrainError::config(field, "must be a positive number"))
+    }
+}
+
+fn within(field: &str, x: f64, lo: f64, hi: f64) -> Result<()> {
+    if (lo..=hi).contains(&x) {
+        Ok(())
+    } else {
+        Err(TrainError::config(
+            field,
+            format!("must be in [{lo}, {hi}]"),
+        ))
+    }
+}
+
+fn count(field: &str, x: usize, lo: usize, hi: usize) -> Result<()> {
+    if (lo..=hi).contains(&x) {
+        Ok(())
+    } else {
+        Err(TrainError::config(field, format!("must be in {lo}..={hi}")))
+    }
+}
+
+impl TrainConfig {
+    /// Reads a config file: unknown keys and wrong types are errors naming their path.
+    ///
+    /// # Errors
+    /// The file and the field.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| TrainError::file(path, e))?;
+        Self::parse(&text)
+    }
+
+    /// Parses and validates JSON text.
+    ///
+    /// # Errors
+    /// The field at fault.
+    pub fn parse(text: &str) -> Result<Self> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let config: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            TrainError::config(
+                if path == "." { "(root)".into() } else { path },
+                e.inner().to_string(),
+            )
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Range checks.
+    ///
+    /// # Errors
+    /// The field at fault.
+    pub fn validate(&self) -> Result<()> {
+        count("micro_batch_tokens", self.micro_batch_tokens, 16, 1 << 24)?;
+        positive("sft.learning_rate", self.sft.learning_rate)?;
+        within("sft.learning_rate", self.sft.learning_rate, 0.0, 1.0)?;
+        count("sft.batch_size", self.sft.batch_size, 1, 1 << 16)?;
+        count("sft.epochs", self.sft.epochs as usize, 0, 10_000)?;
+        let g = &self.grpo;
+        positive("grpo.learning_rate", g.learning_rate)?;
+        within("grpo.learning_rate", g.learning_rate, 0.0, 1.0)?;
+        count("grpo.group_size", g.group_size, 2, 1024)?;
+        within("grpo.temperature", g.temperature, 0.05, 10.0)?;
+        within("grpo.top_p", g.top_p, 1e-6, 1.0)?;
+        count("grpo.batch_prompts", g.batch_prompts, 1, 1 << 16)?;
+        count("grpo.max_new_tokens", g.max_new_tokens, 1, 1 << 16)?;
+        within("grpo.epsilon_low", g.epsilon_low, 0.0, 1.0)?;
+        within("grpo.epsilon_high", g.epsilon_high, 0.0, 10.0)?;
+        within("grpo.dual_clip", g.dual_clip, 1.0, 1e6)?;
+        within("grpo.kl_beta", g.kl_beta, 0.0, 10.0)?;
+        within("grpo.gamma", g.gamma, 0.0, 1.0)?;
+        count(
+            "grpo.updates_per_batch",
+            g.updates_per_batch as usize,
+            1,
+            64,
+        )?;
+        within("grpo.importance_cap", g.importance_cap, 1.0, 1e6)?;
+        count("grpo.max_draws", g.max_draws, 1, 1024)?;
+        if g.max_staleness.is_some_and(|s| s < 0) {
+            return Err(TrainError::config("grpo.max_staleness", "must be ≥ 0"));
+        }
+        if g.stop.iter().any(String::is_empty) {
+            return Err(TrainError::config(
+                "grpo.stop",
+                "stop strings must not be empty",
+            ));
+        }
+        within(
+            "eval.holdout_fraction",
+            self.eval.holdout_fraction,
+            0.0,
+            0.9,
+        )?;
+        if let Some(lora) = &self.lora {
+            lora.validate()?;
+        }
+        self.optimizer.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_anchors() {
+        let c = TrainConfig::parse("{}").unwrap();
+        assert_eq!(
+            (c.grpo.epsilon_low, c.grpo.epsilon_high, c.grpo.dual_clip),
+            (0.2, 0.28, 3.0)
+        );
+        assert_eq!(c.grpo.group_size, 8);
+        assert_eq!(c.grpo.kl_beta, 0.0);
+        assert_eq!(c.grpo.aggregation, Aggregation::TokenMean);
+        assert!(c.lora.is_none());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = TrainConfig::parse(r#"{"grpo": {"group_size": 1}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("grpo.group_size"), "{e}");
+        let e = TrainConfig::parse(r#"{"sft": {"epochs": "two"}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sft.epochs"), "{e}");
+        let e = TrainConfig::parse(r#"{"grpo": {"learning_rat": 1}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("learning_rat"), "{e}");
+        let e = TrainConfig::parse(
+            r#"{"lora": {"rank": 8, "alpha": 16, "target_modules": ["qproj"]}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("lora.target_modules[0]"), "{e}");
+        let c = TrainConfig::parse(r#"{"lora": {"rank": 8, "alpha": 16, "dropout": 0.05, "target_modules": ["q_proj", "v_proj"]}}"#).unwrap();
+        assert_eq!(c.lora.unwrap().rank, 8);
+    }
+}

@@ -1,0 +1,418 @@
+//! Reading a dataset written by `agentrl dataset build` (`manifest.json`, `train.parquet`,
+//! `sft.jsonl`) into training sequences, through the safe-training gate: rows that must not be
+//! trained on are dropped and counted, never silently used.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use agentrl_turns::{SCHEMA_VERSION, TurnRow, read_turns};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::TrainConfig;
+use crate::error::{Result, TrainError};
+use crate::tokenizer::Tok;
+
+/// Rewards outside this range are refused: the verifiers produce [0, 1], learning events
+/// [−1, 1].
+pub const REWARD_RANGE: (f64, f64) = (-1.0, 1.0);
+
+/// What the gate did, for `run.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GateCounts {
+    /// Trajectories read.
+    pub trajectories: usize,
+    /// Trajectories kept.
+    pub kept: usize,
+    /// Dropped: a turn violated a safety rule.
+    pub safety_violation: usize,
+    /// Dropped: response ids, logprobs and loss mask of a row disagree in length.
+    pub inconsistent_lengths: usize,
+    /// Dropped: the rows name a tokenizer that is not the model's.
+    pub tokenizer_mismatch: usize,
+    /// Dropped: a token id outside the model's vocabulary.
+    pub token_out_of_vocab: usize,
+    /// Dropped: a reward missing, non-finite or outside [−1, 1].
+    pub reward_out_of_range: usize,
+    /// Dropped: older than `grpo.max_staleness` policy versions.
+    pub stale: usize,
+    /// Dropped: no model turn to train on.
+    pub no_model_turn: usize,
+    /// Kept, but the rows name no tokenizer (trained on, unverified).
+    pub unverified_tokenizer: usize,
+    /// Model turns with no token ids, tokenised from text (re-tokenised text drifts).
+    pub retokenized_turns: usize,
+    /// Model turns whose behaviour logprobs serve as π_old (off-policy importance weights).
+    pub off_policy_turns: usize,
+    /// Model turns trained with the on-policy surrogate (no usable behaviour logprobs).
+    pub on_policy_surrogate_turns: usize,
+}
+
+/// One model turn to train on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSeq {
+    /// Prompt then response ids.
+    pub ids: Vec<u32>,
+    /// Where the response starts.
+    pub start: usize,
+    /// Loss mask over the response.
+    pub mask: Vec<bool>,
+    /// Behaviour logprobs over the response, when usable as π_old.
+    pub behaviour: Option<Vec<f32>>,
+}
+
+/// One trajectory that passed the gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataRollout {
+    /// Its `group_id` (its own id when it has none).
+    pub group: String,
+    /// `episode_reward`.
+    pub reward: f64,
+    /// `turn_reward` of each model turn (0 when null).
+    pub turn_rewards: Vec<f64>,
+    /// The model turns.
+    pub turns: Vec<TurnSeq>,
+}
+
+/// Checks `manifest.json` and returns the dataset's content hash.
+///
+/// # Errors
+/// A missing manifest or another schema version.
+pub fn check_manifest(dir: &Path) -> Result<String> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
+    let manifest: Value = serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
+    let version = manifest.get("schema_version").and_then(Value::as_u64);
+    if version != Some(u64::from(SCHEMA_VERSION)) {
+        return Err(TrainError::file(
+            &path,
+            format!("schema_version {version:?}: this trainer reads {SCHEMA_VERSION}"),
+        ));
+    }
+    Ok(manifest
+        .get("content_hash")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned())
+}
+
+fn parse_version(v: &str) -> Option<i64> {
+    v.trim_start_matches(['v', 'V']).parse().ok()
+}
+
+/// Reads `train.parquet` through the gate.
+///
+/// # Errors
+/// An unreadable file, or nothing left to train on.
+pub fn read_rollouts(
+    dir: &Path,
+    tok: &Tok,
+    vocab: usize,
+    config: &TrainConfig,
+) -> Result<(Vec<DataRollout>, GateCounts)> {
+    let path = dir.join("train.parquet");
+    let bytes = std::fs::read(&path).map_err(|e| TrainError::file(&path, e))?;
+    let mut by_trajectory: BTreeMap<String, Vec<TurnRow>> = BTreeMap::new();
+    for row in read_turns(bytes.into()).map_err(|e| TrainError::file(&path, e))? {
+        let row = row.map_err(|e| TrainError::file(&path, e))?;
+        by_trajectory
+            .entry(row.trajectory_id.clone())
+            .or_default()
+            .push(row);
+    }
+    let mut counts = GateCounts {
+        trajectories: by_trajectory.len(),
+        ..GateCounts::default()
+    };
+    let names: HashMap<&str, &str> = config
+        .tokenizers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut out = Vec::new();
+    for (id, mut rows) in by_trajectory {
+        rows.sort_by_key(|r| r.turn_index);
+        match gate(&rows, tok, vocab, config, &names, &mut counts) {
+            Ok(turns) => {
+                let first = &rows[0];
+                out.push(DataRollout {
+                    group: first.group_id.clone().unwrap_or(id),
+                    reward: first.episode_reward.unwrap_or(0.0),
+                    turn_rewards: rows
+                        .iter()
+                        .filter(|r| r.role == "assistant")
+                        .map(|r| r.turn_reward.unwrap_or(0.0))
+                        .collect(),
+                    turns,
+                });
+                counts.kept += 1;
+            }
+            Err(field) => *field.counter(&mut counts) += 1,
+        }
+    }
+    if out.is_empty() {
+        return Err(TrainError::Data(format!(
+            "{}: nothing left to train on after the safe-training gate: {}",
+            path.display(),
+            serde_json::to_string(&counts).unwrap_or_default()
+        )));
+    }
+    Ok((out, counts))
+}
+
+/// Why a trajectory was dropped.
+enum Drop {
+    Safety,
+    Lengths,
+    Tokenizer,
+    Vocab,
+    Reward,
+    Stale,
+    NoTurn,
+}
+
+impl Drop {
+    fn counter(self, c: &mut GateCounts) -> &mut usize {
+        match self {
+            Self::Safety => &mut c.safety_violation,
+            Self::Lengths => &mut c.inconsistent_lengths,
+            Self::Tokenizer => &mut c.tokenizer_mismatch,
+            Self::Vocab => &mut c.token_out_of_vocab,
+            Self::Reward => &mut c.reward_out_of_range,
+            Self::Stale => &mut c.stale,
+            Self::NoTurn => &mut c.no_model_turn,
+        }
+    }
+}
+
+fn in_range(x: f64) -> bool {
+    x.is_finite() && (REWARD_RANGE.0..=REWARD_RANGE.1).contains(&x)
+}
+
+fn gate(
+    rows: &[TurnRow],
+    tok: &Tok,
+    vocab: usize,
+    config: &TrainConfig,
+    names: &HashMap<&str, &str>,
+    counts: &mut GateCounts,
+) -> std::result::Result<Vec<TurnSeq>, Drop> {
+    if rows.iter().any(|r| r.safety_violation) {
+        return Err(Drop::Safety);
+    }
+    let rewards_ok = rows
+        .iter()
+        .all(|r| r.episode_reward.is_some_and(in_range) && r.turn_reward.is_none_or(in_range));
+    if !rewards_ok {
+        return Err(Drop::Reward);
+    }
+    let mut named = rows
+        .iter()
+        .filter_map(|r| r.tokenizer.as_deref())
+        .peekable();
+    let verified = named.peek().is_some();
+    if named.any(|name| names.get(name).copied().unwrap_or(name) != tok.sha256) {
+        return Err(Drop::Tokenizer);
+    }
+    let version = rows
+        .iter()
+        .filter_map(|r| r.policy_version.as_deref().and_then(parse_version))
+        .min();
+    let current = config.grpo.policy_version;
+    if let (Some(v), Some(now), Some(max)) = (version, current, config.grpo.max_staleness)
+        && now - v > max
+    {
+        return Err(Drop::Stale);
+    }
+    let same_policy = verified && version.is_some() && version == current;
+    let mut turns = Vec::new();
+    let mut retokenized = 0;
+    let mut history: Vec<(String, String)> = Vec::new();
+    for row in rows {
+        if row.role != "assistant" {
+            history.push((row.role.clone(), row.content.clone()));
+            continue;
+        }
+        let seq = match (&row.prompt_token_ids, &row.response_token_ids) {
+            (Some(prompt), Some(response)) => {
+                let n = response.len();
+                let mask_ok = row.loss_mask.as_ref().is_none_or(|m| m.len() == n);
+                let logp_ok = row.behavior_logprobs.as_ref().is_none_or(|l| l.len() == n);
+                if n == 0 || prompt.is_empty() || !mask_ok || !logp_ok {
+                    return Err(Drop::Lengths);
+                }
+                let ids: Vec<u32> = prompt
+                    .iter()
+                    .chain(response)
+                    .map(|&t| u32::try_from(t).ok().filter(|&t| (t as usize) < vocab))
+                    .collect::<Option<_>>()
+                    .ok_or(Drop::Vocab)?;
+                let mask = row
+                    .loss_mask
+                    .as_ref()
+                    .map_or_else(|| vec![true; n], |m| m.iter().map(|&x| x != 0).collect());
+                let behaviour = row
+                    .behavior_logprobs
+                    .clone()
+                    .filter(|l| same_policy && l.iter().all(|x| x.is_finite() && *x <= 0.0));
+                TurnSeq {
+                    ids,
+                    start: prompt.len(),
+                    mask,
+                    behaviour,
+                }
+            }
+            (None, None) => {
+                let prompt = tok
+                    .encode(&tok.render(&history, true))
+                    .map_err(|_| Drop::Vocab)?;
+                let response = tok
+                    .encode(&format!("{}{}", row.content, tok.turn_end()))
+                    .map_err(|_| Drop::Vocab)?;
+                if prompt.is_empty() || response.is_empty() {
+                    return Err(Drop::Lengths);
+                }
+                retokenized += 1;
+                let n = response.len();
+                TurnSeq {
+                    start: prompt.len(),
+                    ids: [prompt, response].concat(),
+                    mask: vec![true; n],
+                    behaviour: None,
+                }
+            }
+            _ => return Err(Drop::Lengths),
+        };
+        history.push((row.role.clone(), row.content.clone()));
+        turns.push(seq);
+    }
+    if turns.is_empty() {
+        return Err(Drop::NoTurn);
+    }
+    counts.unverified_tokenizer += usize::from(!verified);
+    counts.retokenized_turns += retokenized;
+    let off = turns.iter().filter(|t| t.behaviour.is_some()).count();
+    counts.off_policy_turns += off;
+    counts.on_policy_surrogate_turns += turns.len() - off;
+    Ok(turns)
+}
+
+/// One supervised example: prompt ids, completion ids, loss mask over the completion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SftExample {
+    /// Prompt ids.
+    pub prompt: Vec<u32>,
+    /// Completion ids.
+    pub completion: Vec<u32>,
+    /// Which completion tokens are trained on.
+    pub mask: Vec<bool>,
+}
+
+fn messages(v: &Value) -> Option<Vec<(String, String)>> {
+    v.as_array()?
+        .iter()
+        .map(|m| {
+            Some((
+                m.get("role")?.as_str()?.to_owned(),
+                m.get("content")?.as_str()?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// Reads SFT lines: `{"prompt": "...", "completion": "..."}` (raw text, as given) or the
+/// dataset job's chat form (`prompt` and `completion` as message lists, rendered).
+///
+/// # Errors
+/// A malformed line, named by its number.
+pub fn read_sft(path: &Path, tok: &Tok) -> Result<Vec<SftExample>> {
+    let text = std::fs::read_to_string(path).map_err(|e| TrainError::file(path, e))?;
+    let mut out = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let bad = |reason: &str| TrainError::file(path, format!("line {}: {reason}", n + 1));
+        let v: Value = serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
+        let (prompt, completion) = match (v.get("prompt"), v.get("completion")) {
+            (Some(Value::String(p)), Some(Value::String(c))) => (p.clone(), c.clone()),
+            (Some(p @ Value::Array(_)), Some(c @ Value::Array(_))) => {
+                let p = messages(p).ok_or_else(|| bad("prompt: messages need role and content"))?;
+                let c =
+                    messages(c).ok_or_else(|| bad("completion: messages need role and content"))?;
+                let body: String = c
+                    .iter()
+                    .map(|(_, content)| format!("{content}{}", tok.turn_end()))
+                    .collect();
+                (tok.render(&p, true), body)
+            }
+            _ => {
+                return Err(bad(
+                    "needs prompt and completion, both strings or both message lists",
+                ));
+            }
+        };
+        let (prompt, completion) = (tok.encode(&prompt)?, tok.encode(&completion)?);
+        if prompt.is_empty() || completion.is_empty() {
+            return Err(bad("prompt and completion must not tokenise to nothing"));
+        }
+        let mask = vec![true; completion.len()];
+        out.push(SftExample {
+            prompt,
+            completion,
+            mask,
+        });
+    }
+    Ok(out)
+}
+
+/// One line of a prompts file for online GRPO.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptLine {
+    /// Raw prompt text.
+    pub prompt: String,
+    /// The expected answer (a pattern for `regex`).
+    pub answer: String,
+    /// How the completion is compared.
+    #[serde(rename = "match", default = "default_match")]
+    pub mode: agentrl_core::verify::MatchMode,
+}
+
+fn default_match() -> agentrl_core::verify::MatchMode {
+    agentrl_core::verify::MatchMode::Exact
+}
+
+/// Reads a prompts file.
+///
+/// # Errors
+/// A malformed line, named by its number.
+pub fn read_prompts(path: &Path) -> Result<Vec<PromptLine>> {
+    let text = std::fs::read_to_string(path).map_err(|e| TrainError::file(path, e))?;
+    let mut out = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let de = &mut serde_json::Deserializer::from_str(line);
+        let p: PromptLine = serde_path_to_error::deserialize(de).map_err(|e| {
+            TrainError::file(path, format!("line {}: {}: {}", n + 1, e.path(), e.inner()))
+        })?;
+        if matches!(p.mode, agentrl_core::verify::MatchMode::JsonSchema) {
+            return Err(TrainError::file(
+                path,
+                format!(
+                    "line {}: match: json_schema is not a prompt answer mode",
+                    n + 1
+                ),
+            ));
+        }
+        out.push(p);
+    }
+    if out.is_empty() {
+        return Err(TrainError::file(path, "no prompts"));
+    }
+    Ok(out)
+}

@@ -1,0 +1,269 @@
+//! LoRA: `y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ` on the target linear layers, frozen base weights, and the
+//! adapter written in PEFT's layout (`adapter_config.json`, `adapter_model.safetensors` with
+//! `base_model.model.<module>.lora_A.weight` names) or merged into the base weights.
+
+use std::collections::BTreeMap;
+
+use candle_core::{DType, Device, Tensor, Var};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::error::{Result, TrainError};
+
+/// The linear layers of a Qwen2 / Llama block that adapters can target.
+pub const MODULES: [&str; 7] = [
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+];
+
+/// `lora` in the training config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoraConfig {
+    /// Rank r of A (`[r, in]`) and B (`[out, r]`).
+    pub rank: usize,
+    /// Scale numerator: the update is scaled by α / r (PEFT's default, not rsLoRA).
+    pub alpha: f64,
+    /// Dropout on the adapter's input while training.
+    #[serde(default)]
+    pub dropout: f64,
+    /// Short names of the target layers (`q_proj`, `v_proj`, …).
+    #[serde(default = "default_targets")]
+    pub target_modules: Vec<String>,
+}
+
+fn default_targets() -> Vec<String> {
+    ["q_proj", "k_proj", "v_proj", "o_proj"]
+        .map(String::from)
+        .to_vec()
+}
+
+impl LoraConfig {
+    /// Checks ranges and module names.
+    ///
+    /// # Errors
+    /// The offending field.
+    pub fn validate(&self) -> Result<()> {
+        if self.rank == 0 || self.rank > 4096 {
+            return Err(TrainError::config("lora.rank", "must be in 1..=4096"));
+        }
+        if !(self.alpha.is_finite() && self.alpha > 0.0) {
+            return Err(TrainError::config("lora.alpha", "must be positive"));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(TrainError::config("lora.dropout", "must be in [0, 1)"));
+        }
+        if self.target_modules.is_empty() {
+            return Err(TrainError::config(
+                "lora.target_modules",
+                "must name at least one module",
+            ));
+        }
+        for (i, m) in self.target_modules.iter().enumerate() {
+            if !MODULES.contains(&m.as_str()) {
+                return Err(TrainError::config(
+                    format!("lora.target_modules[{i}]"),
+                    format!("{m} is not one of {MODULES:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn scale(&self) -> f64 {
+        self.alpha / self.rank as f64
+    }
+}
+
+/// One adapter: A `[r, in]`, B `[out, r]`, and the scale α/r.
+#[derive(Debug, Clone)]
+pub struct Adapter {
+    a: Tensor,
+    b: Tensor,
+    scale: f64,
+}
+
+impl Adapter {
+    /// `(α/r)·(x·Aᵀ)·Bᵀ`.
+    pub(crate) fn apply(&self, x: &Tensor, dtype: DType) -> candle_core::Result<Tensor> {
+        let a = self.a.to_dtype(dtype)?;
+        let b = self.b.to_dtype(dtype)?;
+        x.matmul(&a.t()?)?.matmul(&b.t()?)? * self.scale
+    }
+}
+
+/// Every adapter of a model, by module path (`model.layers.0.self_attn.q_proj`).
+#[derive(Debug, Clone)]
+pub struct Adapters {
+    config: LoraConfig,
+    by_module: BTreeMap<String, Adapter>,
+    vars: Vec<(String, Var)>,
+}
+
+impl Adapters {
+    pub(crate) fn new(
+        config: &LoraConfig,
+        base: &BTreeMap<String, Tensor>,
+        seed: u64,
+        device: &Device,
+    ) -> Result<Self> {
+        config.validate()?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x4c6f_5241);
+        let mut by_module = BTreeMap::new();
+        let mut vars = Vec::new();
+        for (name, weight) in base {
+            let Some(module) = name.strip_suffix(".weight") else {
+                continue;
+            };
+            let short = module.rsplit('.').next().unwrap_or_default();
+            if !config.target_modules.iter().any(|t| t == short) {
+                continue;
+            }
+            let (out, inp) = weight.dims2()?;
+            let bound = 1.0 / (inp as f64).sqrt();
+            let a: Vec<f32> = (0..config.rank * inp)
+                .map(|_| rng.random_range(-bound..bound) as f32)
+                .collect();
+            let dtype = weight.dtype();
+            let a = Var::from_tensor(
+                &Tensor::from_vec(a, (config.rank, inp), device)?.to_dtype(dtype)?,
+            )?;
+            let b = Var::zeros((out, config.rank), dtype, device)?;
+            vars.push((format!("{module}.lora_A.weight"), a.clone()));
+            vars.push((format!("{module}.lora_B.weight"), b.clone()));
+            by_module.insert(
+                module.to_owned(),
+                Adapter {
+                    a: a.as_tensor().clone(),
+                    b: b.as_tensor().clone(),
+                    scale: config.scale(),
+                },
+            );
+        }
+        if by_module.is_empty() {
+            return Err(TrainError::config(
+                "lora.target_modules",
+                "matches no linear layer of the model",
+            ));
+        }
+        vars.sort_by(|x, y| x.0.cmp(&y.0));
+        Ok(Self {
+            config: config.clone(),
+            by_module,
+            vars,
+        })
+    }
+
+    pub(crate) fn get(&self, module: &str) -> Option<&Adapter> {
+        self.by_module.get(module)
+    }
+
+    pub(crate) fn vars(&self) -> Vec<(String, Var)> {
+        self.vars.clone()
+    }
+
+    pub(crate) fn detached(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+            by_module: self
+                .by_module
+                .iter()
+                .map(|(k, a)| {
+                    (
+                        k.clone(),
+                        Adapter {
+                            a: a.a.detach(),
+                            b: a.b.detach(),
+                            scale: a.scale,
+                        },
+                    )
+                })
+                .collect(),
+            vars: Vec::new(),
+        }
+    }
+
+    /// The adapter tensors under PEFT's names.
+    pub(crate) fn peft_tensors(&self) -> Vec<(String, Tensor)> {
+        self.by_module
+            .iter()
+            .flat_map(|(module, a)| {
+                [
+                    (
+                        format!("base_model.model.{module}.lora_A.weight"),
+                        a.a.detach(),
+                    ),
+                    (
+                        format!("base_model.model.{module}.lora_B.weight"),
+                        a.b.detach(),
+                    ),
+                ]
+            })
+            .collect()
+    }
+
+    /// Loads adapter weights written by [`Self::peft_tensors`] (a resumed LoRA run).
+    pub(crate) fn load_peft(
+        &self,
+        tensors: &std::collections::HashMap<String, Tensor>,
+    ) -> Result<()> {
+        for (name, var) in &self.vars {
+            let key = format!("base_model.model.{name}");
+            let t = tensors
+                .get(&key)
+                .ok_or_else(|| TrainError::Data(format!("adapter checkpoint lacks {key}")))?;
+            var.set(&t.to_dtype(var.dtype())?)?;
+        }
+        Ok(())
+    }
+
+    /// `adapter_config.json` as PEFT writes it.
+    pub(crate) fn peft_config(&self, base_model: &str) -> serde_json::Value {
+        json!({
+            "peft_type": "LORA",
+            "task_type": "CAUSAL_LM",
+            "base_model_name_or_path": base_model,
+            "r": self.config.rank,
+            "lora_alpha": self.config.alpha,
+            "lora_dropout": self.config.dropout,
+            "target_modules": self.config.target_modules,
+            "bias": "none",
+            "fan_in_fan_out": false,
+            "inference_mode": true,
+            "init_lora_weights": true,
+            "use_rslora": false,
+            "use_dora": false,
+            "modules_to_save": null,
+            "layers_to_transform": null,
+            "rank_pattern": {},
+            "alpha_pattern": {},
+        })
+    }
+
+    /// `W + (α/r)·B·A` for every adapted module: the merged weights for export.
+    pub(crate) fn merged(
+        &self,
+        base: &BTreeMap<String, Tensor>,
+    ) -> Result<BTreeMap<String, Tensor>> {
+        let mut out = BTreeMap::new();
+        for (name, w) in base {
+            let module = name.strip_suffix(".weight").unwrap_or_default();
+            let merged = match self.by_module.get(module) {
+                Some(a) => {
+                    let delta = (a.b.detach().matmul(&a.a.detach())? * a.scale)?;
+                    (w.detach() + delta.to_dtype(w.dtype())?)?
+                }
+                None => w.detach(),
+            };
+            out.insert(name.clone(), merged);
+        }
+        Ok(out)
+    }
+}

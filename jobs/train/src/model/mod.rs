@@ -1,0 +1,300 @@
+//! The decoder of Qwen2 / Llama causal LMs, written for training: Hugging Face tensor names,
+//! tied or untied embeddings, grouped-query attention, RoPE θ from the config, LoRA adapters,
+//! and a forward whose every op has a backward pass ([`ops`]).
+//!
+//! Sequences in a batch are right-padded: with a causal mask no real token attends to a pad,
+//! so no padding mask is needed and padded positions are simply never read.
+
+pub mod config;
+pub mod lora;
+pub mod ops;
+mod weights;
+
+pub use weights::{save_safetensors, weight_files};
+
+use std::collections::BTreeMap;
+
+use candle_core::{D, DType, Device, Tensor, Var};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+pub use config::ModelConfig;
+pub use lora::LoraConfig;
+
+use crate::error::Result;
+
+/// A loaded model: its config, its tensors by Hugging Face name, optional LoRA adapters, and
+/// the variables an optimizer updates.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The `config.json` it was built from.
+    pub config: ModelConfig,
+    tensors: BTreeMap<String, Tensor>,
+    lora: Option<lora::Adapters>,
+    vars: Vec<(String, Var)>,
+    compute: DType,
+    device: Device,
+}
+
+/// LoRA dropout on the adapter input, drawn from a seeded generator.
+#[derive(Debug)]
+pub struct Dropout<'a> {
+    /// Probability of zeroing an input.
+    pub p: f64,
+    /// Where the masks come from.
+    pub rng: &'a mut ChaCha8Rng,
+}
+
+impl Model {
+    /// The model's device.
+    #[must_use]
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The dtype the forward computes in (fp32 on CPU; bf16 over fp32 master weights on GPU).
+    #[must_use]
+    pub fn compute_dtype(&self) -> DType {
+        self.compute
+    }
+
+    /// Sets the dtype the forward computes in; the stored weights keep theirs.
+    pub fn set_compute_dtype(&mut self, dtype: DType) {
+        self.compute = dtype;
+    }
+
+    /// The trainable variables by name, in name order: all base weights for full fine-tuning,
+    /// only the adapters' A and B under LoRA.
+    #[must_use]
+    pub fn vars(&self) -> &[(String, Var)] {
+        &self.vars
+    }
+
+    /// The number of scalars in trainable variables.
+    #[must_use]
+    pub fn trainable_parameters(&self) -> usize {
+        self.vars.iter().map(|(_, v)| v.elem_count()).sum()
+    }
+
+    /// Makes the model trainable: every base weight a variable (`lora = None`), or frozen base
+    /// weights plus fresh adapters on the target modules (A Kaiming-uniform, B zero, so the
+    /// model is unchanged at step 0).
+    ///
+    /// # Errors
+    /// A target module that matches no linear layer.
+    pub fn make_trainable(&mut self, lora: Option<&LoraConfig>, seed: u64) -> Result<()> {
+        self.vars.clear();
+        match lora {
+            None => {
+                self.lora = None;
+                for (name, tensor) in &mut self.tensors {
+                    let var = Var::from_tensor(&tensor.detach().copy()?)?;
+                    *tensor = var.as_tensor().clone();
+                    self.vars.push((name.clone(), var));
+                }
+            }
+            Some(config) => {
+                let adapters = lora::Adapters::new(config, &self.tensors, seed, &self.device)?;
+                self.vars = adapters.vars();
+                self.lora = Some(adapters);
+            }
+        }
+        Ok(())
+    }
+
+    /// A view of the same weights that records no graph (sampling, evaluation): it shares
+    /// storage with `self`, so it sees every optimizer update.
+    #[must_use]
+    pub fn frozen_view(&self) -> Self {
+        Self {
+            config: self.config.clone(),
+            tensors: self
+                .tensors
+                .iter()
+                .map(|(k, t)| (k.clone(), t.detach()))
+                .collect(),
+            lora: self.lora.as_ref().map(lora::Adapters::detached),
+            vars: Vec::new(),
+            compute: self.compute,
+            device: self.device.clone(),
+        }
+    }
+
+    /// An independent frozen copy of the current weights (the KL reference for full
+    /// fine-tuning); under LoRA the base weights alone, since the adapters start at zero.
+    ///
+    /// # Errors
+    /// Out of memory.
+    pub fn reference_copy(&self) -> Result<Self> {
+        let tensors = match &self.lora {
+            Some(_) => self
+                .tensors
+                .iter()
+                .map(|(k, t)| (k.clone(), t.detach()))
+                .collect(),
+            None => self
+                .tensors
+                .iter()
+                .map(|(k, t)| Ok((k.clone(), t.detach().copy()?)))
+                .collect::<Result<_>>()?,
+        };
+        Ok(Self {
+            config: self.config.clone(),
+            tensors,
+            lora: None,
+            vars: Vec::new(),
+            compute: self.compute,
+            device: self.device.clone(),
+        })
+    }
+
+    fn weight(&self, name: &str) -> candle_core::Result<Tensor> {
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| candle_core::Error::Msg(format!("missing tensor {name}")))?;
+        t.to_dtype(self.compute)
+    }
+
+    fn linear(
+        &self,
+        x: &Tensor,
+        module: &str,
+        bias: bool,
+        dropout: &mut Option<Dropout<'_>>,
+    ) -> candle_core::Result<Tensor> {
+        let w = self.weight(&format!("{module}.weight"))?;
+        let mut y = x.matmul(&w.t()?)?;
+        if bias {
+            y = y.broadcast_add(&self.weight(&format!("{module}.bias"))?)?;
+        }
+        if let Some(adapter) = self.lora.as_ref().and_then(|l| l.get(module)) {
+            let input = match dropout {
+                Some(d) if d.p > 0.0 => {
+                    let keep = 1.0 - d.p;
+                    let mask: Vec<f32> = (0..x.elem_count())
+                        .map(|_| {
+                            if d.rng.random::<f64>() < keep {
+                                (1.0 / keep) as f32
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect();
+                    let mask =
+                        Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
+                    (x * mask)?
+                }
+                _ => x.clone(),
+            };
+            y = (y + adapter.apply(&input, self.compute)?)?;
+        }
+        Ok(y)
+    }
+
+    /// The final hidden states `[B·T, hidden]` (after the last norm) of right-padded token ids
+    /// `[B, T]` (u32).
+    ///
+    /// # Errors
+    /// Ids out of the vocabulary, shape errors.
+    pub fn hidden(&self, ids: &Tensor, dropout: &mut Option<Dropout<'_>>) -> Result<Tensor> {
+        Ok(self.hidden_inner(ids, dropout)?)
+    }
+
+    fn hidden_inner(
+        &self,
+        ids: &Tensor,
+        dropout: &mut Option<Dropout<'_>>,
+    ) -> candle_core::Result<Tensor> {
+        let c = &self.config;
+        let (b, t) = ids.dims2()?;
+        let (heads, kv_heads, head_dim) = (c.num_attention_heads, c.num_kv_heads(), c.head_dim());
+        let embed = self.weight("model.embed_tokens.weight")?;
+        let mut x = embed.index_select(&ids.flatten_all()?, 0)?;
+        let (cos, sin) = ops::rope_tables(t, head_dim, c.rope_theta, self.compute, &self.device)?;
+        let mask = ops::causal_mask(t, self.compute, &self.device)?;
+        let scale = 1.0 / (head_dim as f64).sqrt();
+        for layer in 0..c.num_hidden_layers {
+            let p = format!("model.layers.{layer}");
+            let h = ops::rms_norm(
+                &x,
+                &self.weight(&format!("{p}.input_layernorm.weight"))?,
+                c.rms_norm_eps,
+            )?;
+            let attn = format!("{p}.self_attn");
+            let split = |y: Tensor, n: usize| {
+                y.reshape((b, t, n, head_dim))?
+                    .transpose(1, 2)?
+                    .contiguous()
+            };
+            let q = split(
+                self.linear(&h, &format!("{attn}.q_proj"), c.qkv_bias(), dropout)?,
+                heads,
+            )?;
+            let k = split(
+                self.linear(&h, &format!("{attn}.k_proj"), c.qkv_bias(), dropout)?,
+                kv_heads,
+            )?;
+            let v = split(
+                self.linear(&h, &format!("{attn}.v_proj"), c.qkv_bias(), dropout)?,
+                kv_heads,
+            )?;
+            let q = ops::rope(&q, &cos, &sin)?;
+            let k = ops::repeat_kv(&ops::rope(&k, &cos, &sin)?, heads / kv_heads)?;
+            let v = ops::repeat_kv(&v, heads / kv_heads)?;
+            let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
+            let y = ops::softmax(&scores)?.matmul(&v)?;
+            let y = y.transpose(1, 2)?.reshape((b * t, heads * head_dim))?;
+            x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias(), dropout)?)?;
+            let h = ops::rms_norm(
+                &x,
+                &self.weight(&format!("{p}.post_attention_layernorm.weight"))?,
+                c.rms_norm_eps,
+            )?;
+            let mlp = format!("{p}.mlp");
+            let gate = self
+                .linear(&h, &format!("{mlp}.gate_proj"), c.mlp_bias, dropout)?
+                .silu()?;
+            let up = self.linear(&h, &format!("{mlp}.up_proj"), c.mlp_bias, dropout)?;
+            x = (x + self.linear(
+                &(gate * up)?,
+                &format!("{mlp}.down_proj"),
+                c.mlp_bias,
+                dropout,
+            )?)?;
+        }
+        ops::rms_norm(&x, &self.weight("model.norm.weight")?, c.rms_norm_eps)
+    }
+
+    /// Logits `[N, vocab]` of the hidden rows `rows` (u32 indices into `hidden`'s first axis):
+    /// the output head runs only where a prediction is needed.
+    ///
+    /// # Errors
+    /// Shape errors.
+    pub fn logits_at(&self, hidden: &Tensor, rows: &Tensor) -> Result<Tensor> {
+        let head = if self.config.tie_word_embeddings {
+            self.weight("model.embed_tokens.weight")?
+        } else {
+            self.weight("lm_head.weight")?
+        };
+        Ok(hidden.index_select(rows, 0)?.matmul(&head.t()?)?)
+    }
+
+    /// Log-probabilities `[N]` (fp32 or wider) of `targets` under the logits at `rows`, and the
+    /// entropy of each of those distributions (detached: a metric, not a loss term).
+    ///
+    /// # Errors
+    /// Shape errors.
+    pub fn token_logprobs(
+        &self,
+        hidden: &Tensor,
+        rows: &Tensor,
+        targets: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        let logp = ops::log_softmax(&self.logits_at(hidden, rows)?)?;
+        let picked = logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
+        let detached = logp.detach();
+        let entropy = (detached.exp()? * &detached)?.sum(D::Minus1)?.neg()?;
+        Ok((picked, entropy))
+    }
+}

@@ -1,0 +1,96 @@
+//! The decoder's ops, written with primitives that record a backward pass.
+//!
+//! candle's fused `rms_norm`, `softmax_last_dim` and `rope` record none: a model built on them
+//! trains only its last layers and says nothing (candle issue #2168). Every op here is a
+//! composition of differentiable primitives; the max subtracted for stability is detached,
+//! since softmax does not depend on it.
+
+use candle_core::{D, DType, Device, Result, Tensor};
+
+/// RMSNorm as in `Qwen2RMSNorm`: `w · x / sqrt(mean(x²) + ε)`, computed in at least fp32.
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    let dtype = x.dtype();
+    let x = upcast(x)?;
+    let norm = (x.sqr()?.mean_keepdim(D::Minus1)? + eps)?.sqrt()?;
+    x.broadcast_div(&norm)?
+        .to_dtype(dtype)?
+        .broadcast_mul(weight)
+}
+
+/// Softmax over the last dimension.
+pub fn softmax(x: &Tensor) -> Result<Tensor> {
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let e = x.broadcast_sub(&max)?.exp()?;
+    e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
+}
+
+/// Log-softmax over the last dimension, in at least fp32.
+pub fn log_softmax(x: &Tensor) -> Result<Tensor> {
+    let x = upcast(x)?;
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let shifted = x.broadcast_sub(&max)?;
+    let log_sum = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
+    shifted.broadcast_sub(&log_sum)
+}
+
+/// Half-precision inputs are computed in fp32; fp32 and fp64 stay as they are.
+fn upcast(x: &Tensor) -> Result<Tensor> {
+    match x.dtype() {
+        DType::BF16 | DType::F16 => x.to_dtype(DType::F32),
+        _ => Ok(x.clone()),
+    }
+}
+
+/// The rotary tables of HF's default RoPE for positions `0..len`: `cos` and `sin`, each
+/// `[len, head_dim]`, the frequencies repeated over both halves.
+pub fn rope_tables(
+    len: usize,
+    head_dim: usize,
+    theta: f64,
+    dtype: DType,
+    device: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let half = head_dim / 2;
+    let mut cos = Vec::with_capacity(len * head_dim);
+    let mut sin = Vec::with_capacity(len * head_dim);
+    for pos in 0..len {
+        for _ in 0..2 {
+            for i in 0..half {
+                let inv_freq = 1.0 / theta.powf((2 * i) as f64 / head_dim as f64);
+                let angle = pos as f64 * inv_freq;
+                cos.push(angle.cos());
+                sin.push(angle.sin());
+            }
+        }
+    }
+    let cos = Tensor::from_vec(cos, (len, head_dim), device)?.to_dtype(dtype)?;
+    let sin = Tensor::from_vec(sin, (len, head_dim), device)?.to_dtype(dtype)?;
+    Ok((cos, sin))
+}
+
+/// `x · cos + rotate_half(x) · sin` for `x` of shape `[B, heads, T, head_dim]`.
+pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let half = x.dim(D::Minus1)? / 2;
+    let x1 = x.narrow(D::Minus1, 0, half)?;
+    let x2 = x.narrow(D::Minus1, half, half)?;
+    let rotated = Tensor::cat(&[&x2.neg()?, &x1], D::Minus1)?;
+    x.broadcast_mul(cos)? + rotated.broadcast_mul(sin)?
+}
+
+/// `[T, T]` additive causal mask: 0 on and below the diagonal, a large negative above. Finite,
+/// not −∞: a fully masked row would otherwise turn into NaN and poison the backward.
+pub fn causal_mask(len: usize, dtype: DType, device: &Device) -> Result<Tensor> {
+    let mask: Vec<f32> = (0..len)
+        .flat_map(|i| (0..len).map(move |j| if j > i { -1e9 } else { 0.0 }))
+        .collect();
+    Tensor::from_vec(mask, (len, len), device)?.to_dtype(dtype)
+}
+
+/// Repeats each key/value head `times` times: `[B, kv, T, d]` → `[B, kv·times, T, d]`.
+pub fn repeat_kv(x: &Tensor, times: usize) -> Result<Tensor> {
+    if times == 1 {
+        return Ok(x.clone());
+    }
+    let (b, kv, t, d) = x.dims4()?;
+    Tensor::cat(&vec![x; times], 2)?.reshape((b, kv * times, t, d))
+}

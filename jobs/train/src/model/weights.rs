@@ -1,0 +1,260 @@
+//! Loading and saving weights in the Hugging Face layout: `model.safetensors` or shards listed
+//! in `model.safetensors.index.json`, tensor names as `transformers` writes them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde_json::Value;
+
+use super::{Model, ModelConfig};
+use crate::error::{Result, TrainError};
+
+/// Every tensor name and shape a model of `config` must have.
+fn expected(config: &ModelConfig) -> Vec<(String, Vec<usize>)> {
+    let h = config.hidden_size;
+    let (q, kv) = (
+        config.num_attention_heads * config.head_dim(),
+        config.num_kv_heads() * config.head_dim(),
+    );
+    let i = config.intermediate_size;
+    let mut out = vec![
+        (
+            "model.embed_tokens.weight".into(),
+            vec![config.vocab_size, h],
+        ),
+        ("model.norm.weight".into(), vec![h]),
+    ];
+    if !config.tie_word_embeddings {
+        out.push(("lm_head.weight".into(), vec![config.vocab_size, h]));
+    }
+    for l in 0..config.num_hidden_layers {
+        let p = format!("model.layers.{l}");
+        out.push((format!("{p}.input_layernorm.weight"), vec![h]));
+        out.push((format!("{p}.post_attention_layernorm.weight"), vec![h]));
+        for (name, rows, cols) in [("q_proj", q, h), ("k_proj", kv, h), ("v_proj", kv, h)] {
+            out.push((format!("{p}.self_attn.{name}.weight"), vec![rows, cols]));
+            if config.qkv_bias() {
+                out.push((format!("{p}.self_attn.{name}.bias"), vec![rows]));
+            }
+        }
+        out.push((format!("{p}.self_attn.o_proj.weight"), vec![h, q]));
+        if config.o_bias() {
+            out.push((format!("{p}.self_attn.o_proj.bias"), vec![h]));
+        }
+        for (name, rows, cols) in [("gate_proj", i, h), ("up_proj", i, h), ("down_proj", h, i)] {
+            out.push((format!("{p}.mlp.{name}.weight"), vec![rows, cols]));
+            if config.mlp_bias {
+                out.push((format!("{p}.mlp.{name}.bias"), vec![rows]));
+            }
+        }
+    }
+    out
+}
+
+/// The safetensors files of a model directory: the index's shards, or `model.safetensors`.
+pub fn weight_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let index = dir.join("model.safetensors.index.json");
+    if index.exists() {
+        let text = std::fs::read_to_string(&index).map_err(|e| TrainError::file(&index, e))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| TrainError::file(&index, e))?;
+        let map = v
+            .get("weight_map")
+            .and_then(Value::as_object)
+            .ok_or_else(|| TrainError::file(&index, "no weight_map object"))?;
+        let mut files: Vec<String> = map
+            .values()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect();
+        files.sort();
+        files.dedup();
+        for f in &files {
+            if f.contains('/') || f.contains("..") {
+                return Err(TrainError::file(
+                    &index,
+                    format!("shard {f} is outside the model directory"),
+                ));
+            }
+        }
+        return Ok(files.into_iter().map(|f| dir.join(f)).collect());
+    }
+    let single = dir.join("model.safetensors");
+    if !single.exists() {
+        return Err(TrainError::file(
+            &single,
+            "missing (nor is there a model.safetensors.index.json)",
+        ));
+    }
+    Ok(vec![single])
+}
+
+impl Model {
+    /// Loads a model directory in the Hugging Face layout into `dtype` on `device`. A model
+    /// saved by `transformers` loads unchanged.
+    ///
+    /// # Errors
+    /// A missing or corrupt file, an unsupported architecture, a missing tensor or one of the
+    /// wrong shape: each naming the file and tensor.
+    pub fn load(dir: &Path, dtype: DType, device: &Device) -> Result<Self> {
+        let config = ModelConfig::load(dir)?;
+        let mut found: HashMap<String, (Tensor, std::path::PathBuf)> = HashMap::new();
+        for file in weight_files(dir)? {
+            let tensors = candle_core::safetensors::load(&file, device).map_err(|e| {
+                TrainError::file(&file, format!("not a readable safetensors file: {e}"))
+            })?;
+            for (name, t) in tensors {
+                found.insert(name, (t, file.clone()));
+            }
+        }
+        let mut tensors = BTreeMap::new();
+        for (name, shape) in expected(&config) {
+            let (t, file) = found.remove(&name).ok_or_else(|| {
+                TrainError::file(
+                    &dir.join("model.safetensors"),
+                    format!("tensor {name} is missing"),
+                )
+            })?;
+            if t.dims() != shape.as_slice() {
+                return Err(TrainError::file(
+                    &file,
+                    format!(
+                        "tensor {name} has shape {:?}, the config implies {shape:?}",
+                        t.dims()
+                    ),
+                ));
+            }
+            tensors.insert(name, t.to_dtype(dtype)?);
+        }
+        Ok(Self {
+            config,
+            tensors,
+            lora: None,
+            vars: Vec::new(),
+            compute: dtype,
+            device: device.clone(),
+        })
+    }
+
+    /// A freshly initialised model (weights N(0, 0.02), norms 1, biases 0, as `transformers`
+    /// initialises), deterministic in `seed`.
+    ///
+    /// # Errors
+    /// An invalid config.
+    pub fn init(config: ModelConfig, seed: u64, dtype: DType, device: &Device) -> Result<Self> {
+        config.check().map_err(|e| TrainError::config("model", e))?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let normal = Normal::new(0.0f32, 0.02).map_err(|e| TrainError::Data(e.to_string()))?;
+        let mut tensors = BTreeMap::new();
+        for (name, shape) in expected(&config) {
+            let n: usize = shape.iter().product();
+            let values: Vec<f32> = if name.ends_with("norm.weight") {
+                vec![1.0; n]
+            } else if name.ends_with(".bias") {
+                vec![0.0; n]
+            } else {
+                (0..n).map(|_| normal.sample(&mut rng)).collect()
+            };
+            tensors.insert(
+                name,
+                Tensor::from_vec(values, shape, device)?.to_dtype(dtype)?,
+            );
+        }
+        Ok(Self {
+            config,
+            tensors,
+            lora: None,
+            vars: Vec::new(),
+            compute: dtype,
+            device: device.clone(),
+        })
+    }
+
+    /// The base weights by name (adapters merged when `merge_lora`).
+    ///
+    /// # Errors
+    /// Out of memory.
+    pub fn state_dict(&self, merge_lora: bool) -> Result<BTreeMap<String, Tensor>> {
+        match (&self.lora, merge_lora) {
+            (Some(lora), true) => lora.merged(&self.tensors),
+            _ => Ok(self
+                .tensors
+                .iter()
+                .map(|(k, t)| (k.clone(), t.detach()))
+                .collect()),
+        }
+    }
+
+    /// Writes `config.json` and `model.safetensors` to `dir` (fp32, `format: pt` metadata),
+    /// loadable by `AutoModelForCausalLM.from_pretrained`. Under LoRA the adapters are merged.
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn save_hf(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let config =
+            serde_json::to_vec_pretty(&self.config).map_err(|e| TrainError::Data(e.to_string()))?;
+        std::fs::write(dir.join("config.json"), config)?;
+        let tensors = self.state_dict(true)?;
+        save_safetensors(&tensors, &dir.join("model.safetensors"))
+    }
+
+    /// Writes the adapter in PEFT's layout; `None` when the model has no adapters.
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn save_adapter(&self, dir: &Path, base_model: &str) -> Result<bool> {
+        let Some(lora) = &self.lora else {
+            return Ok(false);
+        };
+        std::fs::create_dir_all(dir)?;
+        let config = serde_json::to_vec_pretty(&lora.peft_config(base_model))
+            .map_err(|e| TrainError::Data(e.to_string()))?;
+        std::fs::write(dir.join("adapter_config.json"), config)?;
+        let tensors: BTreeMap<String, Tensor> = lora.peft_tensors().into_iter().collect();
+        save_safetensors(&tensors, &dir.join("adapter_model.safetensors"))?;
+        Ok(true)
+    }
+
+    /// Restores trainable weights from a checkpoint directory written by this crate.
+    ///
+    /// # Errors
+    /// A missing or mismatching tensor.
+    pub fn restore(&self, dir: &Path) -> Result<()> {
+        match &self.lora {
+            Some(lora) => {
+                let file = dir.join("adapter_model.safetensors");
+                let tensors = candle_core::safetensors::load(&file, &self.device)
+                    .map_err(|e| TrainError::file(&file, e))?;
+                lora.load_peft(&tensors)
+            }
+            None => {
+                let file = dir.join("model.safetensors");
+                let mut tensors = candle_core::safetensors::load(&file, &self.device)
+                    .map_err(|e| TrainError::file(&file, e))?;
+                for (name, var) in &self.vars {
+                    let t = tensors.remove(name).ok_or_else(|| {
+                        TrainError::file(&file, format!("tensor {name} is missing"))
+                    })?;
+                    var.set(&t.to_dtype(var.dtype())?)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Writes tensors as fp32 safetensors with the `format: pt` metadata `transformers` checks.
+pub fn save_safetensors(tensors: &BTreeMap<String, Tensor>, path: &Path) -> Result<()> {
+    let fp32: Vec<(String, Tensor)> = tensors
+        .iter()
+        .map(|(k, t)| Ok((k.clone(), t.to_dtype(DType::F32)?.contiguous()?)))
+        .collect::<Result<_>>()?;
+    let metadata: HashMap<String, String> = [("format".to_owned(), "pt".to_owned())].into();
+    safetensors::serialize_to_file(fp32, Some(metadata), path)
+        .map_err(|e| TrainError::file(path, e))?;
+    Ok(())
+}

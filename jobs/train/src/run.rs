@@ -1,0 +1,295 @@
+//! The entry points of `agentrl train`: `run` on a dataset or on prompts, `logprobs`, `bench`.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use candle_core::{DType, Device};
+use serde_json::{Value, json};
+
+use crate::config::TrainConfig;
+use crate::data::{check_manifest, read_prompts, read_rollouts, read_sft};
+use crate::error::{Result, TrainError};
+use crate::model::Model;
+use crate::optim::AdamW;
+use crate::step::{Objective, StepContext, TrainSeq, response_logprobs, train_step};
+use crate::task::AnswerTask;
+use crate::tokenizer::Tok;
+use crate::trainer::{Ended, Identity, Trainer, hash_files, hash_model_dir};
+
+/// The device: the first GPU with the `cuda` feature, else the CPU.
+///
+/// # Errors
+/// No usable GPU in a `cuda` build.
+pub fn device() -> Result<Device> {
+    #[cfg(feature = "cuda")]
+    {
+        Ok(Device::new_cuda(0)?)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Ok(Device::Cpu)
+    }
+}
+
+/// Loads a model directory with its tokenizer: fp32 master weights, computing in bf16 on a GPU.
+///
+/// # Errors
+/// Missing or corrupt files, a tokenizer larger than the model's vocabulary.
+pub fn load_model(dir: &Path) -> Result<(Model, Tok)> {
+    let device = device()?;
+    let mut model = Model::load(dir, DType::F32, &device)?;
+    if device.is_cuda() {
+        model.set_compute_dtype(DType::BF16);
+    }
+    let tok = Tok::load(dir, &model.config.eos_ids())?;
+    if tok.vocab_size() > model.config.vocab_size {
+        return Err(TrainError::file(
+            &dir.join("tokenizer.json"),
+            format!(
+                "{} tokens, but the model has {} embedding rows",
+                tok.vocab_size(),
+                model.config.vocab_size
+            ),
+        ));
+    }
+    Ok((model, tok))
+}
+
+/// Common options of `train run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The base model directory.
+    pub model: PathBuf,
+    /// Where everything is written.
+    pub out: PathBuf,
+    /// The config.
+    pub config: TrainConfig,
+    /// GRPO optimizer steps (`None`: `grpo.steps`).
+    pub steps: Option<u64>,
+    /// Stop with a checkpoint after this many optimizer steps in this process.
+    pub stop_after: Option<u64>,
+}
+
+/// Outcome of a run: `run.json` when it finished, `None` when it stopped early to resume.
+pub type RunOutcome = Option<Value>;
+
+/// `train run --dataset DIR`: SFT on `sft.jsonl`, then offline GRPO on `train.parquet`.
+///
+/// # Errors
+/// Bad inputs, each naming its file or field.
+pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
+    let content_hash = check_manifest(dataset)?;
+    let (model, tok) = load_model(&o.model)?;
+    let (rollouts, gate) = read_rollouts(dataset, &tok, model.config.vocab_size, &o.config)?;
+    let sft_path = dataset.join("sft.jsonl");
+    let sft = if o.config.sft.epochs > 0 && sft_path.exists() {
+        read_sft(&sft_path, &tok)?
+    } else {
+        Vec::new()
+    };
+    let identity = Identity {
+        base_model_sha256: hash_model_dir(&o.model)?,
+        data_sha256: content_hash,
+    };
+    let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
+    trainer.stop_after = o.stop_after;
+    if trainer.sft(&sft)? == Ended::Interrupted {
+        return Ok(None);
+    }
+    let steps = o.steps.unwrap_or(o.config.grpo.steps);
+    if steps > 0 && trainer.grpo_offline(&rollouts, steps)? == Ended::Interrupted {
+        return Ok(None);
+    }
+    trainer.checkpoint()?;
+    Ok(Some(trainer.finish(
+        json!({"gate": gate, "sft_examples": sft.len(), "mode": "dataset"}),
+    )?))
+}
+
+/// `train run --prompts FILE [--sft FILE]`: SFT first when given, then online GRPO.
+///
+/// # Errors
+/// Bad inputs, each naming its file or field.
+pub fn run_prompts(o: &RunOptions, prompts: &Path, sft: Option<&Path>) -> Result<RunOutcome> {
+    let (model, tok) = load_model(&o.model)?;
+    let lines = read_prompts(prompts)?;
+    let examples = sft
+        .map(|p| read_sft(p, &tok))
+        .transpose()?
+        .unwrap_or_default();
+    let mut files = vec![prompts];
+    files.extend(sft);
+    let identity = Identity {
+        base_model_sha256: hash_model_dir(&o.model)?,
+        data_sha256: hash_files(&files)?,
+    };
+    let task = AnswerTask::new(
+        lines,
+        o.config.eval.holdout_fraction,
+        o.config.eval.max_prompts,
+        Vec::new(),
+    );
+    let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
+    trainer.stop_after = o.stop_after;
+    if trainer.sft(&examples)? == Ended::Interrupted {
+        return Ok(None);
+    }
+    let steps = o.steps.unwrap_or(o.config.grpo.steps);
+    let (before, _) = trainer.evaluate(&task)?;
+    if steps > 0 && trainer.grpo_online(&task, steps, None)? == Ended::Interrupted {
+        return Ok(None);
+    }
+    let (after, reward) = trainer.evaluate(&task)?;
+    trainer.checkpoint()?;
+    Ok(Some(trainer.finish(json!({
+        "mode": "prompts",
+        "sft_examples": examples.len(),
+        "eval_prompts": task_eval_len(&task),
+        "eval_success_before": before,
+        "eval_success_after": after,
+        "eval_reward_after": reward,
+    }))?))
+}
+
+fn task_eval_len(task: &AnswerTask) -> usize {
+    crate::task::Task::eval_len(task)
+}
+
+/// `train logprobs`: one `{"logprobs": [...]}` line per input line
+/// `{"prompt_ids": [...], "response_ids": [...]}`.
+///
+/// # Errors
+/// A malformed line (named by number), ids outside the vocabulary.
+pub fn logprobs(model_dir: &Path, input: &Path, out: &mut dyn Write) -> Result<()> {
+    let (model, _) = load_model(model_dir)?;
+    let file = std::fs::File::open(input).map_err(|e| TrainError::file(input, e))?;
+    let mut seqs = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |reason: String| TrainError::file(input, format!("line {}: {reason}", n + 1));
+        let v: Value = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
+        let ids = |field: &str| -> Result<Vec<u32>> {
+            let list = v
+                .get(field)
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad(format!("{field}: a list of token ids is required")))?;
+            list.iter()
+                .map(|x| {
+                    x.as_u64()
+                        .filter(|&t| (t as usize) < model.config.vocab_size)
+                        .map(|t| t as u32)
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "{field}: {x} is not a token id below {}",
+                                model.config.vocab_size
+                            ))
+                        })
+                })
+                .collect()
+        };
+        let (prompt, response) = (ids("prompt_ids")?, ids("response_ids")?);
+        if prompt.is_empty() {
+            return Err(bad(
+                "prompt_ids: at least one token is needed to predict the first response token"
+                    .into(),
+            ));
+        }
+        if prompt.len() + response.len() > model.config.max_position_embeddings {
+            return Err(bad(format!(
+                "longer than max_position_embeddings {}",
+                model.config.max_position_embeddings
+            )));
+        }
+        let n = response.len();
+        seqs.push(TrainSeq {
+            start: prompt.len(),
+            ids: [prompt, response].concat(),
+            mask: vec![true; n],
+            advantages: vec![0.0; n],
+            behaviour: None,
+            rollout: 0,
+            weight: 0.0,
+        });
+    }
+    for lp in response_logprobs(&model, &seqs, TrainConfig::default().micro_batch_tokens)? {
+        writeln!(out, "{}", json!({ "logprobs": lp }))?;
+    }
+    Ok(())
+}
+
+/// `train bench`: times forward + backward + AdamW step on random ids, `[batch, seq]`.
+///
+/// # Errors
+/// Bad model, tensor failures.
+pub fn bench(
+    model_dir: &Path,
+    batch: usize,
+    seq: usize,
+    lora: Option<usize>,
+    iterations: usize,
+) -> Result<Value> {
+    use rand::{Rng, SeedableRng};
+    let (mut model, _) = load_model(model_dir)?;
+    let lora = lora.map(|rank| crate::model::LoraConfig {
+        rank,
+        alpha: 2.0 * rank as f64,
+        dropout: 0.0,
+        target_modules: crate::model::lora::MODULES.map(String::from).to_vec(),
+    });
+    model.make_trainable(lora.as_ref(), 0)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let vocab = model.config.vocab_size as u32;
+    let seqs: Vec<TrainSeq> = (0..batch)
+        .map(|_| TrainSeq {
+            ids: (0..seq).map(|_| rng.random_range(0..vocab)).collect(),
+            start: 1,
+            mask: vec![true; seq - 1],
+            advantages: vec![1.0; seq - 1],
+            behaviour: None,
+            rollout: 0,
+            weight: 1.0 / (batch * (seq - 1)) as f64,
+        })
+        .collect();
+    let mut optimizer = AdamW::new(model.vars(), &crate::optim::OptimizerConfig::default())?;
+    let mut times = Vec::new();
+    for i in 0..iterations + 2 {
+        let t0 = Instant::now();
+        let mut ctx = StepContext {
+            model: &model,
+            reference: None,
+            optimizer: &mut optimizer,
+            lr: 1e-4,
+            budget: batch * seq,
+            dropout: None,
+        };
+        train_step(&mut ctx, &seqs, Objective::Nll)?;
+        if i >= 2 {
+            times.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    Ok(json!({
+        "batch": batch,
+        "seq": seq,
+        "lora_rank": lora.map(|l| l.rank),
+        "trainable_parameters": model.trainable_parameters(),
+        "step_ms": median * 1e3,
+        "tokens_per_s": (batch * seq) as f64 / median,
+        "peak_rss_mb": peak_rss_mb(),
+        "iterations": iterations,
+    }))
+}
+
+/// Peak resident memory of this process (Linux `VmHWM`), in MiB.
+#[must_use]
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}

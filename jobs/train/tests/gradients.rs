@@ -1,0 +1,236 @@
+//! Gradients: every trainable tensor receives one (candle's fused ops would cut the graph
+//! silently), they equal finite differences in f64, and LoRA trains only its adapters, merges
+//! to W + (α/r)·B·A and is written in PEFT's layout.
+
+mod common;
+
+use agentrl_train::model::{LoraConfig, Model};
+use agentrl_train::optim::{Accumulator, AdamW, OptimizerConfig};
+use agentrl_train::step::{Objective, StepContext, TrainSeq, train_step};
+use candle_core::{DType, Device, Tensor, Var};
+
+fn seqs() -> Vec<TrainSeq> {
+    let make = |ids: Vec<u32>, start: usize| {
+        let n = ids.len() - start;
+        TrainSeq {
+            ids,
+            start,
+            mask: vec![true; n],
+            advantages: vec![1.0; n],
+            behaviour: None,
+            rollout: 0,
+            weight: 0.05,
+        }
+    };
+    vec![
+        make(vec![1, 5, 9, 3, 7, 2, 11], 2),
+        make(vec![4, 4, 8, 15, 16], 1),
+    ]
+}
+
+fn nll(model: &Model, seqs: &[TrainSeq]) -> Tensor {
+    // The same packing as a training step, through the public forward.
+    let width = seqs.iter().map(|s| s.ids.len()).max().unwrap();
+    let (mut flat, mut rows, mut targets) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, s) in seqs.iter().enumerate() {
+        flat.extend(&s.ids);
+        flat.extend(std::iter::repeat_n(0, width - s.ids.len()));
+        for j in s.start..s.ids.len() {
+            rows.push((i * width + j - 1) as u32);
+            targets.push(s.ids[j]);
+        }
+    }
+    let d = model.device();
+    let n = rows.len();
+    let ids = Tensor::from_vec(flat, (seqs.len(), width), d).unwrap();
+    let hidden = model.hidden(&ids, &mut None).unwrap();
+    let (logp, _) = model
+        .token_logprobs(
+            &hidden,
+            &Tensor::from_vec(rows, n, d).unwrap(),
+            &Tensor::from_vec(targets, n, d).unwrap(),
+        )
+        .unwrap();
+    logp.neg().unwrap().sum_all().unwrap()
+}
+
+fn tiny(dtype: DType) -> Model {
+    let dir = tempfile::tempdir().unwrap();
+    common::write_model(dir.path(), "qwen2", false, 5);
+    Model::load(dir.path(), dtype, &Device::Cpu).unwrap()
+}
+
+#[test]
+fn every_trainable_tensor_receives_a_gradient() {
+    let mut model = tiny(DType::F32);
+    model.make_trainable(None, 0).unwrap();
+    let grads = nll(&model, &seqs()).backward().unwrap();
+    let mut acc = Accumulator::new(model.vars().len());
+    acc.add(model.vars(), &grads).unwrap();
+    assert_eq!(model.vars().len(), 2 + 1 + 2 * (2 + 3 * 2 + 1 + 3));
+    for (i, (name, _)) in model.vars().iter().enumerate() {
+        let g = acc.get(i).unwrap_or_else(|| panic!("{name}: no gradient"));
+        let norm = g
+            .sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(norm > 0.0, "{name}: zero gradient");
+    }
+}
+
+fn element(var: &Var, i: usize) -> f64 {
+    var.as_tensor()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f64>()
+        .unwrap()[i]
+}
+
+fn nudge(var: &Var, i: usize, delta: f64) {
+    let mut v = var
+        .as_tensor()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f64>()
+        .unwrap();
+    v[i] += delta;
+    var.set(&Tensor::from_vec(v, var.shape(), &Device::Cpu).unwrap())
+        .unwrap();
+}
+
+#[test]
+fn gradients_equal_finite_differences_in_f64() {
+    let mut model = tiny(DType::F64);
+    model.make_trainable(None, 0).unwrap();
+    let batch = seqs();
+    let grads = nll(&model, &batch).backward().unwrap();
+    let h = 1e-6;
+    let mut checked = 0;
+    for (name, var) in model.vars() {
+        let g = grads
+            .get(var.as_tensor())
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f64>()
+            .unwrap();
+        for i in [0, g.len() / 2, g.len() - 1] {
+            let before = element(var, i);
+            nudge(var, i, h);
+            let up = nll(&model, &batch).to_scalar::<f64>().unwrap();
+            nudge(var, i, -2.0 * h);
+            let down = nll(&model, &batch).to_scalar::<f64>().unwrap();
+            nudge(var, i, h);
+            assert!((element(var, i) - before).abs() < 1e-12);
+            let numeric = (up - down) / (2.0 * h);
+            let tolerance = 1e-6 + 1e-5 * numeric.abs().max(g[i].abs());
+            assert!(
+                (numeric - g[i]).abs() <= tolerance,
+                "{name}[{i}]: analytic {} numeric {numeric}",
+                g[i]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 60, "{checked}");
+}
+
+#[test]
+fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
+    let mut model = tiny(DType::F32);
+    let base = model.state_dict(false).unwrap();
+    let lora = LoraConfig {
+        rank: 4,
+        alpha: 8.0,
+        dropout: 0.1,
+        target_modules: vec!["q_proj".into(), "v_proj".into(), "down_proj".into()],
+    };
+    model.make_trainable(Some(&lora), 3).unwrap();
+    assert_eq!(model.vars().len(), 2 * 3 * 2);
+    let initial: Vec<Tensor> = model
+        .vars()
+        .iter()
+        .map(|(_, v)| v.as_tensor().copy().unwrap())
+        .collect();
+    let mut optimizer = AdamW::new(model.vars(), &OptimizerConfig::default()).unwrap();
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1);
+    for _ in 0..3 {
+        let mut ctx = StepContext {
+            model: &model,
+            reference: None,
+            optimizer: &mut optimizer,
+            lr: 1e-2,
+            budget: 64,
+            dropout: Some((0.1, &mut rng)),
+        };
+        train_step(&mut ctx, &seqs(), Objective::Nll).unwrap();
+    }
+    // Every adapter moved (B starts at zero, A gets a gradient from the second step on).
+    for ((name, var), before) in model.vars().iter().zip(&initial) {
+        let moved = (var.as_tensor() - before)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(moved > 0.0, "{name} never trained");
+    }
+    let unmerged = model.state_dict(false).unwrap();
+    for (name, w) in &base {
+        let diff = (w - &unmerged[name])
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert_eq!(diff, 0.0, "{name}: a frozen base weight changed");
+    }
+    let merged = model.state_dict(true).unwrap();
+    let vars: std::collections::HashMap<&str, &Var> =
+        model.vars().iter().map(|(n, v)| (n.as_str(), v)).collect();
+    let module = "model.layers.1.self_attn.v_proj";
+    let a = vars[format!("{module}.lora_A.weight").as_str()].as_tensor();
+    let b = vars[format!("{module}.lora_B.weight").as_str()].as_tensor();
+    let expected =
+        (&base[&format!("{module}.weight")] + (b.matmul(a).unwrap() * 2.0).unwrap()).unwrap();
+    let diff = (&merged[&format!("{module}.weight")] - expected)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    assert!(diff < 1e-6, "{diff}");
+    assert_eq!(
+        merged["model.layers.0.self_attn.k_proj.weight"]
+            .to_vec2::<f32>()
+            .unwrap(),
+        base["model.layers.0.self_attn.k_proj.weight"]
+            .to_vec2::<f32>()
+            .unwrap()
+    );
+
+    let out = tempfile::tempdir().unwrap();
+    assert!(model.save_adapter(out.path(), "base").unwrap());
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("adapter_config.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["peft_type"], "LORA");
+    assert_eq!(config["r"], 4);
+    assert_eq!(config["lora_alpha"], 8.0);
+    let saved =
+        candle_core::safetensors::load(out.path().join("adapter_model.safetensors"), &Device::Cpu)
+            .unwrap();
+    let a = &saved["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"];
+    let b = &saved["base_model.model.model.layers.0.mlp.down_proj.lora_B.weight"];
+    assert_eq!((a.dims(), b.dims()), (&[4, 32][..], &[32, 4][..]));
+    assert_eq!(saved.len(), 12);
+}

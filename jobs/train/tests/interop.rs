@@ -1,0 +1,186 @@
+//! Interop: logprobs of models in the Hugging Face layout equal an independent numpy forward
+//! of transformers' Qwen2/Llama (fp32, max abs error ≤ 1e-4), sharded checkpoints load, and
+//! broken model directories fail naming the file.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use agentrl_train::run::logprobs;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+
+fn inputs(dir: &Path, vocab: u32) -> std::path::PathBuf {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut lines = String::new();
+    for (p, r) in [(1, 5), (9, 17), (30, 40), (4, 1)] {
+        let ids = |n: usize, rng: &mut ChaCha8Rng| -> Vec<u32> {
+            (0..n).map(|_| rng.random_range(0..vocab)).collect()
+        };
+        let line = json!({"prompt_ids": ids(p, &mut rng), "response_ids": ids(r, &mut rng)});
+        lines.push_str(&format!("{line}\n"));
+    }
+    let path = dir.join("inputs.jsonl");
+    std::fs::write(&path, lines).unwrap();
+    path
+}
+
+fn ours(model: &Path, input: &Path) -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    logprobs(model, input, &mut out).unwrap();
+    parse(&String::from_utf8(out).unwrap())
+}
+
+fn parse(text: &str) -> Vec<Vec<f64>> {
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["logprobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+fn reference(model: &Path, input: &Path) -> Vec<Vec<f64>> {
+    let out = Command::new(common::python())
+        .arg(common::script("qwen2_numpy.py"))
+        .arg(model)
+        .arg(input)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse(&String::from_utf8(out.stdout).unwrap())
+}
+
+fn max_error(a: &[Vec<f64>], b: &[Vec<f64>]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| {
+            assert_eq!(x.len(), y.len());
+            x.iter().zip(y).map(|(p, q)| (p - q).abs())
+        })
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn logprobs_match_the_numpy_reference_of_the_hf_forward() {
+    for (arch, tied) in [("qwen2", true), ("qwen2", false), ("llama", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("model");
+        let config = common::write_model(&model, arch, tied, 11);
+        let input = inputs(dir.path(), config.vocab_size as u32);
+        let (a, b) = (ours(&model, &input), reference(&model, &input));
+        let err = max_error(&a, &b);
+        assert!(err <= 1e-4, "{arch} tied={tied}: max abs error {err}");
+        // The distributions are far from uniform, so agreement is not an accident.
+        let spread = a.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(spread > 0.5, "{arch}: logprobs are all near zero");
+    }
+}
+
+#[test]
+fn sharded_checkpoints_load_like_single_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    let config = common::write_model(&single, "qwen2", false, 3);
+    let sharded = dir.path().join("sharded");
+    std::fs::create_dir_all(&sharded).unwrap();
+    for f in ["config.json", "tokenizer.json"] {
+        std::fs::copy(single.join(f), sharded.join(f)).unwrap();
+    }
+    let tensors =
+        candle_core::safetensors::load(single.join("model.safetensors"), &candle_core::Device::Cpu)
+            .unwrap();
+    let mut shards: [BTreeMap<String, candle_core::Tensor>; 2] = Default::default();
+    let mut map = serde_json::Map::new();
+    for (i, (name, t)) in tensors.into_iter().enumerate() {
+        let file = format!("model-0000{}-of-00002.safetensors", i % 2 + 1);
+        map.insert(name.clone(), json!(file));
+        shards[i % 2].insert(name, t);
+    }
+    for (i, shard) in shards.iter().enumerate() {
+        agentrl_train::model::save_safetensors(
+            shard,
+            &sharded.join(format!("model-0000{}-of-00002.safetensors", i + 1)),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        sharded.join("model.safetensors.index.json"),
+        json!({"metadata": {}, "weight_map": map}).to_string(),
+    )
+    .unwrap();
+    let input = inputs(dir.path(), config.vocab_size as u32);
+    assert_eq!(ours(&single, &input), ours(&sharded, &input));
+}
+
+#[test]
+fn broken_model_directories_fail_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m");
+    common::write_model(&model, "qwen2", true, 1);
+    let input = inputs(dir.path(), 4);
+    let err = |model: &Path| {
+        let mut sink = Vec::new();
+        logprobs(model, &input, &mut sink).unwrap_err().to_string()
+    };
+
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(model.join("config.json")).unwrap()).unwrap();
+    config["architectures"] = json!(["GPT2LMHeadModel"]);
+    std::fs::write(model.join("config.json"), config.to_string()).unwrap();
+    let e = err(&model);
+    assert!(
+        e.contains("config.json") && e.contains("architectures"),
+        "{e}"
+    );
+
+    common::write_model(&model, "qwen2", true, 1);
+    let weights = std::fs::read(model.join("model.safetensors")).unwrap();
+    std::fs::write(
+        model.join("model.safetensors"),
+        &weights[..weights.len() / 2],
+    )
+    .unwrap();
+    let e = err(&model);
+    assert!(e.contains("model.safetensors"), "{e}");
+
+    std::fs::remove_file(model.join("model.safetensors")).unwrap();
+    let e = err(&model);
+    assert!(
+        e.contains("model.safetensors") && e.contains("missing"),
+        "{e}"
+    );
+
+    common::write_model(&model, "qwen2", true, 1);
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(model.join("config.json")).unwrap()).unwrap();
+    config["num_hidden_layers"] = json!(3);
+    std::fs::write(model.join("config.json"), config.to_string()).unwrap();
+    let e = err(&model);
+    assert!(e.contains("model.layers.2"), "{e}");
+
+    common::write_model(&model, "qwen2", true, 1);
+    std::fs::write(
+        dir.path().join("bad.jsonl"),
+        "{\"prompt_ids\": [1], \"response_ids\": [999]}\n",
+    )
+    .unwrap();
+    let mut sink = Vec::new();
+    let e = logprobs(&model, &dir.path().join("bad.jsonl"), &mut sink)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 1") && e.contains("response_ids"), "{e}");
+}

@@ -1,0 +1,360 @@
+//! Whole runs through the library entry points of `agentrl train run`: online GRPO on
+//! prompts, offline GRPO on a dataset through the safe-training gate, LoRA outputs, resume
+//! after an interruption, bad inputs, and the files every run leaves.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use agentrl_train::config::TrainConfig;
+use agentrl_train::model::Model;
+use agentrl_train::run::{RunOptions, run_dataset, run_prompts};
+use agentrl_turns::{TurnRow, TurnWriter, WriterOptions};
+use candle_core::{DType, Device};
+use serde_json::{Value, json};
+
+fn prompts(dir: &Path) -> (PathBuf, PathBuf) {
+    let mut p = String::new();
+    let mut s = String::new();
+    for a in 1..=12 {
+        let line = json!({"prompt": format!("Q:{a}+1\n"), "answer": format!("{}", a + 1), "match": "numeric"});
+        p.push_str(&format!("{line}\n"));
+        s.push_str(&format!(
+            "{}\n",
+            json!({"prompt": format!("Q:{a}+1\n"), "completion": format!("{}", a + 1)})
+        ));
+    }
+    std::fs::write(dir.join("prompts.jsonl"), p).unwrap();
+    std::fs::write(dir.join("sft.jsonl"), s).unwrap();
+    (dir.join("prompts.jsonl"), dir.join("sft.jsonl"))
+}
+
+fn small_config() -> TrainConfig {
+    TrainConfig::parse(
+        r#"{"seed": 3, "checkpoint_every": 1, "eval_every": 2,
+            "sft": {"epochs": 1, "learning_rate": 1e-3, "batch_size": 4},
+            "grpo": {"learning_rate": 1e-3, "group_size": 4, "batch_prompts": 2, "max_new_tokens": 4,
+                     "temperature": 1.0, "max_draws": 2}}"#,
+    )
+    .unwrap()
+}
+
+fn options(model: &Path, out: &Path, config: TrainConfig, steps: u64) -> RunOptions {
+    RunOptions {
+        model: model.to_owned(),
+        out: out.to_owned(),
+        config,
+        steps: Some(steps),
+        stop_after: None,
+    }
+}
+
+fn tensors(path: &Path) -> std::collections::HashMap<String, Vec<f32>> {
+    candle_core::safetensors::load(path, &Device::Cpu)
+        .unwrap()
+        .into_iter()
+        .map(|(k, t)| (k, t.flatten_all().unwrap().to_vec1::<f32>().unwrap()))
+        .collect()
+}
+
+#[test]
+fn an_online_run_writes_a_loadable_checkpoint_metrics_report_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    common::write_model(&model, "qwen2", true, 2);
+    let (p, s) = prompts(dir.path());
+    let out = dir.path().join("out");
+    let run = run_prompts(&options(&model, &out, small_config(), 3), &p, Some(&s))
+        .unwrap()
+        .unwrap();
+    assert_eq!(run["grpo_steps"], 3);
+    assert_eq!(run["sft_steps"], 3, "12 examples in batches of 4");
+    assert_eq!(run["sft_examples"], 12);
+    for key in [
+        "base_model_sha256",
+        "dataset_content_hash",
+        "config",
+        "final_metrics",
+        "wall_time_s",
+        "eval_success_before",
+        "eval_success_after",
+    ] {
+        assert!(!run[key].is_null(), "run.json lacks {key}");
+    }
+    let on_disk: Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(on_disk, run);
+    let lines: Vec<Value> = std::fs::read_to_string(out.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let steps: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("eval_success").is_none())
+        .collect();
+    assert_eq!(steps.iter().filter(|l| l["phase"] == "sft").count(), 3);
+    assert_eq!(steps.iter().filter(|l| l["phase"] == "grpo").count(), 3);
+    for l in &steps {
+        for key in [
+            "step",
+            "phase",
+            "loss",
+            "reward_mean",
+            "reward_std",
+            "kl",
+            "clip_fraction",
+            "entropy",
+            "grad_norm",
+            "lr",
+            "tokens",
+            "tokens_per_s",
+            "elapsed_s",
+        ] {
+            assert!(l.get(key).is_some(), "metrics line lacks {key}: {l}");
+        }
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.get("eval_success").is_some() && l.get("eval_reward").is_some())
+    );
+    for png in ["reward", "loss", "kl", "success"] {
+        let bytes = std::fs::read(out.join("plots").join(format!("{png}.png"))).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    }
+    // The checkpoint is a model directory the trainer (and transformers) loads, with weights
+    // that moved away from the base.
+    let trained = Model::load(&out, DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(
+        trained.config,
+        Model::load(&model, DType::F32, &Device::Cpu)
+            .unwrap()
+            .config
+    );
+    assert_eq!(
+        std::fs::read(out.join("tokenizer.json")).unwrap(),
+        std::fs::read(model.join("tokenizer.json")).unwrap()
+    );
+    let (before, after) = (
+        tensors(&model.join("model.safetensors")),
+        tensors(&out.join("model.safetensors")),
+    );
+    assert_ne!(
+        before["model.layers.0.self_attn.q_proj.weight"],
+        after["model.layers.0.self_attn.q_proj.weight"]
+    );
+    // Only the two newest checkpoints are kept, each complete.
+    let kept: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(kept.len(), 2);
+    assert!(kept.iter().all(|e| e.path().join("state.json").exists()));
+}
+
+#[test]
+fn a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    common::write_model(&model, "qwen2", false, 4);
+    let (p, s) = prompts(dir.path());
+    let straight = dir.path().join("straight");
+    run_prompts(&options(&model, &straight, small_config(), 4), &p, Some(&s))
+        .unwrap()
+        .unwrap();
+
+    let resumed = dir.path().join("resumed");
+    let mut o = options(&model, &resumed, small_config(), 4);
+    o.stop_after = Some(5);
+    assert!(
+        run_prompts(&o, &p, Some(&s)).unwrap().is_none(),
+        "stopped after 3 SFT + 2 GRPO steps"
+    );
+    assert!(
+        !resumed.join("run.json").exists(),
+        "an interrupted run must not look finished"
+    );
+    o.stop_after = None;
+    let run = run_prompts(&o, &p, Some(&s)).unwrap().unwrap();
+    assert_eq!(run["grpo_steps"], 4);
+
+    let (a, b) = (
+        tensors(&straight.join("model.safetensors")),
+        tensors(&resumed.join("model.safetensors")),
+    );
+    for (name, x) in &a {
+        let diff = x
+            .iter()
+            .zip(&b[name])
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0f32, f32::max);
+        assert!(diff <= 1e-6, "{name}: {diff}");
+    }
+    let lines = |d: &Path| {
+        std::fs::read_to_string(d.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(lines(&straight), lines(&resumed));
+}
+
+#[test]
+fn lora_runs_write_peft_adapters_and_merged_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    common::write_model(&model, "llama", false, 6);
+    let (p, _) = prompts(dir.path());
+    let out = dir.path().join("out");
+    let mut config = small_config();
+    config.lora = Some(agentrl_train::model::LoraConfig {
+        rank: 2,
+        alpha: 4.0,
+        dropout: 0.0,
+        target_modules: vec!["q_proj".into(), "v_proj".into()],
+    });
+    config.merge_lora = true;
+    let run = run_prompts(&options(&model, &out, config, 2), &p, None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(run["model"]["lora"], true);
+    assert!(
+        out.join("adapter_config.json").exists() && out.join("adapter_model.safetensors").exists()
+    );
+    assert!(!out.join("model.safetensors").exists());
+    Model::load(&out.join("merged"), DType::F32, &Device::Cpu).unwrap();
+}
+
+fn row(trajectory: &str, group: &str, turn: i32, reward: f64, tok_sha: &str) -> TurnRow {
+    TurnRow {
+        trajectory_id: trajectory.into(),
+        conversation_id: format!("c-{trajectory}"),
+        turn_index: turn,
+        turn_count: 2,
+        agent_id: "agent-1".into(),
+        group_id: Some(group.into()),
+        policy_version: Some("v3".into()),
+        role: if turn == 0 {
+            "user".into()
+        } else {
+            "assistant".into()
+        },
+        content: if turn == 0 {
+            "Q:2+2".into()
+        } else {
+            "4".into()
+        },
+        prompt_token_ids: (turn == 1).then(|| vec![16, 13, 3, 11, 3, 14]),
+        response_token_ids: (turn == 1).then(|| vec![5, 14]),
+        loss_mask: (turn == 1).then(|| vec![1, 1]),
+        behavior_logprobs: (turn == 1).then(|| vec![-1.5, -0.7]),
+        tokenizer: Some(tok_sha.into()),
+        turn_reward: (turn == 1).then_some(0.0),
+        episode_reward: Some(reward),
+        message_id: format!("m-{trajectory}"),
+        ..TurnRow::default()
+    }
+}
+
+fn write_dataset(dir: &Path, rows: &[TurnRow]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut writer = TurnWriter::new(Vec::new(), &WriterOptions::default()).unwrap();
+    for r in rows {
+        writer.write(r).unwrap();
+    }
+    std::fs::write(dir.join("train.parquet"), writer.finish().unwrap()).unwrap();
+    std::fs::write(
+        dir.join("manifest.json"),
+        json!({"schema_version": 1, "content_hash": "abc"}).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_dataset_run_trains_through_the_gate_and_counts_what_it_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    common::write_model(&model, "qwen2", true, 8);
+    let sha = common::tok().sha256;
+    let mut rows = Vec::new();
+    for (i, reward) in [1.0, 0.0, 0.5, 0.0, 1.0, 0.2].into_iter().enumerate() {
+        let group = if i < 3 { "g-1" } else { "g-2" };
+        rows.push(row(&format!("t{i}"), group, 0, reward, &sha));
+        rows.push(row(&format!("t{i}"), group, 1, reward, &sha));
+    }
+    let mut bad = |name: &str, f: &dyn Fn(&mut TurnRow)| {
+        let mut r = row(name, "g-1", 1, 1.0, &sha);
+        f(&mut r);
+        rows.push(row(name, "g-1", 0, 1.0, &sha));
+        rows.push(r);
+    };
+    bad("unsafe", &|r| r.safety_violation = true);
+    bad("lengths", &|r| r.behavior_logprobs = Some(vec![-1.0]));
+    bad("tokenizer", &|r| r.tokenizer = Some("someone-else".into()));
+    bad("vocab", &|r| r.response_token_ids = Some(vec![5, 999]));
+    bad("reward", &|r| r.episode_reward = Some(5.0));
+    bad("stale", &|r| r.policy_version = Some("v1".into()));
+    let data = dir.path().join("dataset");
+    write_dataset(&data, &rows);
+    let mut config = small_config();
+    config.grpo.policy_version = Some(3);
+    config.grpo.max_staleness = Some(1);
+    let out = dir.path().join("out");
+    let run = run_dataset(&options(&model, &out, config, 2), &data)
+        .unwrap()
+        .unwrap();
+    let gate = &run["gate"];
+    assert_eq!(gate["trajectories"], 12);
+    assert_eq!(gate["kept"], 6);
+    for key in [
+        "safety_violation",
+        "inconsistent_lengths",
+        "tokenizer_mismatch",
+        "token_out_of_vocab",
+        "reward_out_of_range",
+        "stale",
+    ] {
+        assert_eq!(gate[key], 1, "{key}: {gate}");
+    }
+    assert_eq!(
+        gate["off_policy_turns"], 6,
+        "same policy version and tokenizer: behaviour logprobs are π_old"
+    );
+    assert_eq!(run["grpo_steps"], 2);
+    let last = &run["final_metrics"];
+    assert!(last["importance_weight"].as_f64().unwrap() > 0.0);
+    assert!(last["tokens"].as_u64().unwrap() > 0);
+
+    // Nothing left after the gate: a clear error, no finished-looking output.
+    let only_bad: Vec<TurnRow> = rows
+        .iter()
+        .filter(|r| r.trajectory_id == "unsafe")
+        .cloned()
+        .collect();
+    let data2 = dir.path().join("dataset2");
+    write_dataset(&data2, &only_bad);
+    let out2 = dir.path().join("out2");
+    let e = run_dataset(&options(&model, &out2, small_config(), 2), &data2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("nothing left to train on") && e.contains("safety_violation"),
+        "{e}"
+    );
+    assert!(!out2.join("run.json").exists());
+
+    // Another schema version is refused, naming the manifest.
+    std::fs::write(
+        data2.join("manifest.json"),
+        json!({"schema_version": 2}).to_string(),
+    )
+    .unwrap();
+    let e = run_dataset(&options(&model, &out2, small_config(), 2), &data2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("manifest.json") && e.contains("schema_version"),
+        "{e}"
+    );
+}
