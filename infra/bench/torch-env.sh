@@ -15,7 +15,7 @@ fi
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade pip
-  "$venv/bin/pip" install --quiet torch==2.15.0 numpy==2.4.6
+  "$venv/bin/pip" install --quiet torch==2.15.0 numpy==2.4.6 transformers==5.23.0 peft==0.21.2
 } >&2
 echo "$want" > "$stamp"
 printf '%s\n' "$venv"

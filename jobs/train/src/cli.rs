@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use crate::advantage::Credit;
 use crate::config::TrainConfig;
 use crate::demo::{DemoOptions, DemoTask};
+use crate::remote::{Location, stage};
 use crate::run::{RunOptions, bench, logprobs, run_dataset, run_prompts};
 
 /// `train` subcommands.
@@ -74,21 +75,21 @@ pub enum CreditArg {
 /// `train run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Base model directory (Hugging Face layout).
+    /// Base model directory (Hugging Face layout) or `s3://bucket/prefix`.
     #[arg(long)]
-    pub model: PathBuf,
-    /// A dataset directory written by `agentrl dataset build`.
+    pub model: String,
+    /// A dataset written by `agentrl dataset build`: a directory or `s3://bucket/prefix`.
     #[arg(long, conflicts_with = "prompts", required_unless_present = "prompts")]
-    pub dataset: Option<PathBuf>,
+    pub dataset: Option<String>,
     /// Prompts for online GRPO (JSON Lines of prompt, answer, match).
     #[arg(long)]
     pub prompts: Option<PathBuf>,
     /// SFT examples to train first (JSON Lines of prompt, completion); with --prompts.
     #[arg(long, requires = "prompts")]
     pub sft: Option<PathBuf>,
-    /// Output directory.
+    /// Output directory or `s3://bucket/prefix` (mirrored after every checkpoint).
     #[arg(long)]
-    pub out: PathBuf,
+    pub out: String,
     /// Training config (JSON).
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -112,15 +113,18 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 Some(path) => TrainConfig::load(path)?,
                 None => TrainConfig::default(),
             };
+            let model = stage(&Location::parse(&a.model)?, true)?;
+            let out = stage(&Location::parse(&a.out)?, false)?;
             let o = RunOptions {
-                model: a.model,
-                out: a.out.clone(),
+                model: model.dir.clone(),
+                out: out.dir.clone(),
                 config,
                 steps: a.steps,
                 stop_after: a.stop_after,
+                mirror: out.remote.clone(),
             };
             let outcome = match (&a.dataset, &a.prompts) {
-                (Some(d), _) => run_dataset(&o, d)?,
+                (Some(d), _) => run_dataset(&o, &stage(&Location::parse(d)?, true)?.dir)?,
                 (None, Some(p)) => run_prompts(&o, p, a.sft.as_deref())?,
                 (None, None) => anyhow::bail!("one of --dataset or --prompts is required"),
             };
@@ -128,7 +132,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 Some(run) => println!("{}", serde_json::to_string(&run)?),
                 None => eprintln!(
                     "stopped with a checkpoint in {}; run the same command to resume",
-                    a.out.display()
+                    a.out
                 ),
             }
         }

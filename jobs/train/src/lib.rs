@@ -11,6 +11,7 @@ pub mod error;
 pub mod loss;
 pub mod model;
 pub mod optim;
+pub mod remote;
 pub mod report;
 pub mod rollout;
 pub mod run;

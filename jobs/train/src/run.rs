@@ -69,6 +69,8 @@ pub struct RunOptions {
     pub steps: Option<u64>,
     /// Stop with a checkpoint after this many optimizer steps in this process.
     pub stop_after: Option<u64>,
+    /// The S3 prefix `out` is mirrored to.
+    pub mirror: Option<crate::remote::Prefix>,
 }
 
 /// Outcome of a run: `run.json` when it finished, `None` when it stopped early to resume.
@@ -94,6 +96,7 @@ pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
     };
     let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
     trainer.stop_after = o.stop_after;
+    trainer.mirror = o.mirror.clone();
     if trainer.sft(&sft)? == Ended::Interrupted {
         return Ok(None);
     }
@@ -132,6 +135,7 @@ pub fn run_prompts(o: &RunOptions, prompts: &Path, sft: Option<&Path>) -> Result
     );
     let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
     trainer.stop_after = o.stop_after;
+    trainer.mirror = o.mirror.clone();
     if trainer.sft(&examples)? == Ended::Interrupted {
         return Ok(None);
     }

@@ -91,6 +91,8 @@ pub struct Trainer {
     steps_here: u64,
     /// The GRPO phase ends (complete) at this instant.
     pub deadline: Option<Instant>,
+    /// The S3 prefix the output directory is mirrored to.
+    pub mirror: Option<crate::remote::Prefix>,
 }
 
 /// How a phase ended.
@@ -164,6 +166,7 @@ impl Trainer {
             stop_after: None,
             steps_here: 0,
             deadline: None,
+            mirror: None,
         })
     }
 
@@ -670,6 +673,10 @@ impl Trainer {
         while complete.len() > 2 {
             let _ = std::fs::remove_dir_all(complete.remove(0));
         }
+        if let Some(mirror) = &self.mirror {
+            mirror.upload(&self.out, &format!("{CHECKPOINTS}/{name}"))?;
+            mirror.upload(&self.out, "metrics.jsonl")?;
+        }
         Ok(())
     }
 
@@ -741,6 +748,9 @@ impl Trainer {
         let tmp = out.join(".run.json.tmp");
         std::fs::write(&tmp, bytes)?;
         std::fs::rename(tmp, out.join("run.json"))?;
+        if let Some(mirror) = &self.mirror {
+            mirror.upload(&out, "")?;
+        }
         Ok(run)
     }
 }

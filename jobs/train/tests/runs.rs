@@ -46,6 +46,7 @@ fn options(model: &Path, out: &Path, config: TrainConfig, steps: u64) -> RunOpti
         config,
         steps: Some(steps),
         stop_after: None,
+        mirror: None,
     }
 }
 

@@ -1,0 +1,153 @@
+//! `s3://` locations against moto on 127.0.0.1: the model is read from a prefix, the output
+//! mirrored to one after every checkpoint, and a job restarted after an interruption resumes
+//! from what it uploaded (as AWS Batch retries a Spot-interrupted job).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use agentrl_store::ObjectStoreObjects;
+use agentrl_store::aws::{AwsSettings, create_bucket};
+use agentrl_store::ports::Objects;
+
+/// The moto server `infra/scripts/test.sh` started (loopback only).
+fn moto_endpoint() -> String {
+    let endpoint = std::env::var("AGENTRL_MOTO_ENDPOINT")
+        .expect("AGENTRL_MOTO_ENDPOINT is unset: run infra/scripts/test.sh");
+    assert!(
+        endpoint.starts_with("http://127.0.0.1:") || endpoint.starts_with("http://[::1]:"),
+        "{endpoint}"
+    );
+    endpoint
+}
+
+fn train(args: &[&str], endpoint: &str) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_train"))
+        .args(args)
+        .env("AGENTRL_AWS_ENDPOINT", endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_read_and_write_s3_prefixes_and_resume_from_them() {
+    let endpoint = moto_endpoint();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let bucket = format!("train-{}-{nanos}", std::process::id());
+    create_bucket(&endpoint, &bucket).await.unwrap();
+    let objects = ObjectStoreObjects::s3(&bucket, &AwsSettings::emulator(&endpoint)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    common::write_model(&model, "qwen2", true, 9);
+    for f in ["config.json", "model.safetensors", "tokenizer.json"] {
+        objects
+            .put(
+                &format!("models/tiny/{f}"),
+                std::fs::read(model.join(f)).unwrap().into(),
+            )
+            .await
+            .unwrap();
+    }
+    let prompts = dir.path().join("prompts.jsonl");
+    std::fs::write(&prompts, "{\"prompt\": \"Q:1+1\\n\", \"answer\": \"2\"}\n{\"prompt\": \"Q:2+1\\n\", \"answer\": \"3\"}\n").unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"checkpoint_every": 1, "sft": {"epochs": 0}, "grpo": {"group_size": 2, "batch_prompts": 1, "max_new_tokens": 3}}"#).unwrap();
+    let model_url = format!("s3://{bucket}/models/tiny");
+    let out_url = format!("s3://{bucket}/runs/r1");
+    let p = |x: &Path| x.to_str().unwrap().to_owned();
+    let args = [
+        "run",
+        "--model",
+        &model_url,
+        "--prompts",
+        &p(&prompts),
+        "--out",
+        &out_url,
+        "--config",
+        &p(&config),
+        "--steps",
+        "3",
+    ];
+
+    let (ok, _, stderr) = train(&[&args[..], &["--stop-after", "2"]].concat(), &endpoint);
+    assert!(ok, "{stderr}");
+    let keys = |listed: Vec<agentrl_store::ports::ObjectMeta>| {
+        listed.into_iter().map(|m| m.path).collect::<Vec<_>>()
+    };
+    let uploaded = keys(objects.list("runs/r1/").await.unwrap());
+    assert!(
+        uploaded
+            .iter()
+            .any(|k| k.ends_with("grpo-000000-000002/state.json")),
+        "{uploaded:?}"
+    );
+    assert!(
+        !uploaded.iter().any(|k| k.ends_with("run.json")),
+        "an interrupted run must not look finished"
+    );
+
+    let (ok, stdout, stderr) = train(&args, &endpoint);
+    assert!(ok, "{stderr}");
+    let run: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(run["grpo_steps"], 3);
+    let metrics = String::from_utf8(
+        objects
+            .get("runs/r1/metrics.jsonl")
+            .await
+            .unwrap()
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    assert_eq!(
+        metrics
+            .lines()
+            .filter(|l| !l.contains("eval_success"))
+            .count(),
+        3,
+        "the resumed run continued at step 3: {metrics}"
+    );
+    for f in [
+        "run.json",
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "plots/success.png",
+    ] {
+        assert!(
+            objects
+                .get(&format!("runs/r1/{f}"))
+                .await
+                .unwrap()
+                .is_some(),
+            "{f} not uploaded"
+        );
+    }
+
+    let (ok, _, stderr) = train(
+        &[
+            "run",
+            "--model",
+            &format!("s3://{bucket}/models/none"),
+            "--prompts",
+            &p(&prompts),
+            "--out",
+            &p(&dir.path().join("o")),
+        ],
+        &endpoint,
+    );
+    assert!(!ok);
+    assert!(stderr.contains("no objects under this prefix"), "{stderr}");
+}
