@@ -8,9 +8,9 @@
 //!   `A:68`. The demonstrations come from a weak agent that skips the tool 60% of the time and
 //!   guesses.
 //! - `chain`: `Q:37` → four chained lookups (`L:37` → `=84`, `L:84` → `=12`, …), then the
-//!   answer. The weak agent looks up a wrong key at each hop with probability 0.25, which dooms
-//!   the episode; each right lookup earns a turn reward of 0.25, so turn-level credit can point
-//!   at the hop that went wrong.
+//!   answer. After the first hop the weak agent looks the previous key up again (instead of the
+//!   value it just read) 60% of the time, which dooms the episode; each right lookup earns a
+//!   turn reward of 0.25, so turn-level credit can point at the hop that went wrong.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -147,13 +147,14 @@ impl Demo {
             }
             DemoTask::Chain => {
                 let mut key = a;
+                let mut asked = a;
                 let mut turns = Vec::new();
-                for _ in 0..HOPS {
-                    let asked = if rng.random::<f64>() < 0.25 {
-                        rng.random_range(10..100)
-                    } else {
-                        key
-                    };
+                for hop in 0..HOPS {
+                    // The weak agent's habit: look the previous key up again instead of the
+                    // value it just read (after the first hop), 60% of the time.
+                    if hop == 0 || rng.random::<f64>() >= 0.6 {
+                        asked = key;
+                    }
                     turns.push(format!("L:{asked}\n"));
                     key = self.lookup(asked).unwrap_or(key);
                 }

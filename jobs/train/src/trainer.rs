@@ -738,6 +738,7 @@ impl Trainer {
             "grpo_steps": self.state.grpo_step,
             "final_metrics": last,
             "wall_time_s": self.elapsed(),
+            "peak_rss_mb": crate::run::peak_rss_mb(),
             "device": format!("{:?}", self.model.device()),
             "trainer_version": env!("CARGO_PKG_VERSION"),
         });

@@ -234,3 +234,99 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
     assert_eq!((a.dims(), b.dims()), (&[4, 32][..], &[32, 4][..]));
     assert_eq!(saved.len(), 12);
 }
+
+#[test]
+fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
+    use agentrl_train::model::{fused, ops};
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+    let mut random = |shape: &[usize]| {
+        let n: usize = shape.iter().product();
+        let v: Vec<f64> = (0..n).map(|_| rng.random_range(-2.0..2.0)).collect();
+        Var::from_tensor(&Tensor::from_vec(v, shape, &Device::Cpu).unwrap()).unwrap()
+    };
+    let close = |a: &Tensor, b: &Tensor, what: &str| {
+        let d = (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap();
+        assert!(d < 1e-10, "{what}: {d}");
+    };
+    // A downstream weighting so the gradients are not trivially uniform.
+    let (x, w, mix) = (random(&[6, 10]), random(&[10]), random(&[6, 10]));
+    let loss = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();
+    let f = fused::rms_norm(&x, &w, 1e-6).unwrap();
+    let c = ops::rms_norm(&x, &w, 1e-6).unwrap();
+    close(&f, &c, "rms_norm");
+    let (gf, gc) = (loss(f).backward().unwrap(), loss(c).backward().unwrap());
+    close(gf.get(&x).unwrap(), gc.get(&x).unwrap(), "rms_norm dx");
+    close(gf.get(&w).unwrap(), gc.get(&w).unwrap(), "rms_norm dw");
+
+    let f = fused::softmax(&x).unwrap();
+    let c = ops::softmax(&x).unwrap();
+    close(&f, &c, "softmax");
+    close(
+        loss(f).backward().unwrap().get(&x).unwrap(),
+        loss(c).backward().unwrap().get(&x).unwrap(),
+        "softmax dx",
+    );
+
+    let (q, cos, sin) = (random(&[2, 3, 4, 6]), random(&[4, 6]), random(&[4, 6]));
+    let mix4 = random(&[2, 3, 4, 6]);
+    let f = fused::rope(&q, &cos, &sin).unwrap();
+    let c = ops::rope(&q, &cos, &sin).unwrap();
+    close(&f, &c, "rope");
+    let l4 = |y: Tensor| (y * mix4.as_tensor()).unwrap().sum_all().unwrap();
+    close(
+        l4(f).backward().unwrap().get(&q).unwrap(),
+        l4(c).backward().unwrap().get(&q).unwrap(),
+        "rope dq",
+    );
+
+    let logits = random(&[5, 13]);
+    let targets = Tensor::new(&[0u32, 12, 7, 7, 3], &Device::Cpu).unwrap();
+    let scale = Tensor::new(&[1.0f64, -2.0, 0.5, 3.0, -1.0], &Device::Cpu).unwrap();
+    let composed = ops::log_softmax(&logits).unwrap();
+    let (picked, entropy) = fused::target_logprobs(&logits, &targets).unwrap();
+    close(
+        &picked,
+        &composed
+            .gather(&targets.unsqueeze(1).unwrap(), 1)
+            .unwrap()
+            .squeeze(1)
+            .unwrap(),
+        "target logprob",
+    );
+    let p = composed.exp().unwrap();
+    close(
+        &entropy,
+        &(p * &composed).unwrap().sum(1).unwrap().neg().unwrap(),
+        "entropy",
+    );
+    let gf = (picked * &scale)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let gc = (composed
+        .gather(&targets.unsqueeze(1).unwrap(), 1)
+        .unwrap()
+        .squeeze(1)
+        .unwrap()
+        * &scale)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    close(
+        gf.get(&logits).unwrap(),
+        gc.get(&logits).unwrap(),
+        "target logprob dlogits",
+    );
+}

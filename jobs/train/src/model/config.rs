@@ -27,10 +27,10 @@ pub struct ModelConfig {
     /// Query heads.
     pub num_attention_heads: usize,
     /// Key/value heads (grouped-query attention); the query heads when absent.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_key_value_heads: Option<usize>,
     /// Per-head width; `hidden_size / num_attention_heads` when absent.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_dim: Option<usize>,
     /// Vocabulary rows of the embedding.
     pub vocab_size: usize,
@@ -55,13 +55,13 @@ pub struct ModelConfig {
     #[serde(default = "default_act")]
     pub hidden_act: String,
     /// Only `null` is supported (plain RoPE).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rope_scaling: Option<Value>,
     /// Qwen2's sliding window: only `false` is supported.
     #[serde(default)]
     pub use_sliding_window: bool,
     /// End-of-sequence token id(s).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eos_token_id: Option<Value>,
     /// Everything else, kept as it was.
     #[serde(flatten)]

@@ -6,6 +6,7 @@
 //! so no padding mask is needed and padded positions are simply never read.
 
 pub mod config;
+pub mod fused;
 pub mod lora;
 pub mod ops;
 mod weights;
@@ -14,7 +15,7 @@ pub use weights::{save_safetensors, weight_files};
 
 use std::collections::BTreeMap;
 
-use candle_core::{D, DType, Device, Tensor, Var};
+use candle_core::{DType, Device, Tensor, Var};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -216,7 +217,7 @@ impl Model {
         let scale = 1.0 / (head_dim as f64).sqrt();
         for layer in 0..c.num_hidden_layers {
             let p = format!("model.layers.{layer}");
-            let h = ops::rms_norm(
+            let h = fused::rms_norm(
                 &x,
                 &self.weight(&format!("{p}.input_layernorm.weight"))?,
                 c.rms_norm_eps,
@@ -239,14 +240,14 @@ impl Model {
                 self.linear(&h, &format!("{attn}.v_proj"), c.qkv_bias(), dropout)?,
                 kv_heads,
             )?;
-            let q = ops::rope(&q, &cos, &sin)?;
-            let k = ops::repeat_kv(&ops::rope(&k, &cos, &sin)?, heads / kv_heads)?;
+            let q = fused::rope(&q, &cos, &sin)?;
+            let k = ops::repeat_kv(&fused::rope(&k, &cos, &sin)?, heads / kv_heads)?;
             let v = ops::repeat_kv(&v, heads / kv_heads)?;
             let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
-            let y = ops::softmax(&scores)?.matmul(&v)?;
+            let y = fused::softmax(&scores)?.matmul(&v)?;
             let y = y.transpose(1, 2)?.reshape((b * t, heads * head_dim))?;
             x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias(), dropout)?)?;
-            let h = ops::rms_norm(
+            let h = fused::rms_norm(
                 &x,
                 &self.weight(&format!("{p}.post_attention_layernorm.weight"))?,
                 c.rms_norm_eps,
@@ -263,7 +264,7 @@ impl Model {
                 dropout,
             )?)?;
         }
-        ops::rms_norm(&x, &self.weight("model.norm.weight")?, c.rms_norm_eps)
+        fused::rms_norm(&x, &self.weight("model.norm.weight")?, c.rms_norm_eps)
     }
 
     /// Logits `[N, vocab]` of the hidden rows `rows` (u32 indices into `hidden`'s first axis):
@@ -291,10 +292,9 @@ impl Model {
         rows: &Tensor,
         targets: &Tensor,
     ) -> Result<(Tensor, Tensor)> {
-        let logp = ops::log_softmax(&self.logits_at(hidden, rows)?)?;
-        let picked = logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
-        let detached = logp.detach();
-        let entropy = (detached.exp()? * &detached)?.sum(D::Minus1)?.neg()?;
-        Ok((picked, entropy))
+        Ok(fused::target_logprobs(
+            &self.logits_at(hidden, rows)?,
+            targets,
+        )?)
     }
 }
