@@ -18,7 +18,7 @@ if [[ "${1:-speed}" == "credit" ]]; then
   printf 'seed\tcredit\tsteps_to_0.9\tsuccess_before\tsuccess_after\twall_s\n'
   for seed in 0 1 2; do
     for credit in broadcast turn; do
-      "$agentrl" train demo --task chain --credit "$credit" --seed "$seed" --minutes 15 \
+      "$agentrl" train demo --task chain --credit "$credit" --seed "$seed" --minutes 15 --target 0.9 \
         --out "$work/$credit-$seed" >/dev/null 2>"$work/log"
       python3 - "$work/$credit-$seed/run.json" "$seed" "$credit" <<'PY'
 import json, sys
@@ -63,13 +63,17 @@ with open(f"{sys.argv[1]}/ids.jsonl", "w") as f:
 with open(f"{sys.argv[1]}/lora.json", "w") as f:
     json.dump({"lora": {"rank": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj", "down_proj"]},
                "merge_lora": True, "grpo": {"group_size": 4, "batch_prompts": 2, "max_new_tokens": 4,
-                                            "learning_rate": 1e-2}, "sft": {"epochs": 0}}, f)
+                                            "learning_rate": 1e-2},
+               "sft": {"epochs": 3, "learning_rate": 1e-2, "batch_size": 4}}, f)
+with open(f"{sys.argv[1]}/sft.jsonl", "w") as f:
+    for i in range(16):
+        f.write(json.dumps({"prompt": f"t{i+1} t{i+2}", "completion": f"t{i+3}"}) + "\n")
 with open(f"{sys.argv[1]}/full.json", "w") as f:
     json.dump({"grpo": {"group_size": 4, "batch_prompts": 2, "max_new_tokens": 4, "learning_rate": 1e-3},
                "sft": {"epochs": 0}}, f)
 PY
 "$agentrl" train run --model "$model" --prompts "$work/prompts.jsonl" --out "$work/full" --config "$work/full.json" --steps 3 >/dev/null 2>&1
-"$agentrl" train run --model "$model" --prompts "$work/prompts.jsonl" --out "$work/lora" --config "$work/lora.json" --steps 3 >/dev/null 2>&1
+"$agentrl" train run --model "$model" --prompts "$work/prompts.jsonl" --sft "$work/sft.jsonl" --out "$work/lora" --config "$work/lora.json" --steps 3 >/dev/null 2>&1
 "$agentrl" train logprobs --model "$work/full" --input "$work/ids.jsonl" > "$work/ours.jsonl"
 "$py" infra/bench/train_torch.py logprobs --model "$work/full" --input "$work/ids.jsonl" > "$work/theirs.jsonl"
 python3 - "$work/ours.jsonl" "$work/theirs.jsonl" <<'PY'

@@ -60,6 +60,9 @@ pub enum TrainCommand {
         /// The task.
         #[arg(long, value_enum, default_value = "calc")]
         task: DemoTask,
+        /// Held-out success that ends the GRPO phase early.
+        #[arg(long, default_value_t = 0.95)]
+        target: f64,
     },
 }
 
@@ -159,6 +162,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
             seed,
             out,
             task,
+            target,
         } => {
             anyhow::ensure!(
                 minutes > 0.0 && minutes.is_finite(),
@@ -168,7 +172,10 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 CreditArg::Broadcast => Credit::Broadcast,
                 CreditArg::Turn => Credit::Turn,
             };
-            let run = crate::demo::run(&DemoOptions::new(task, credit, seed, minutes, out))?;
+            anyhow::ensure!((0.0..=1.0).contains(&target), "--target must be in [0, 1]");
+            let mut options = DemoOptions::new(task, credit, seed, minutes, out);
+            options.target = target;
+            let run = crate::demo::run(&options)?;
             println!("{}", serde_json::to_string_pretty(&run)?);
         }
     }

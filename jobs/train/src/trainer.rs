@@ -327,6 +327,22 @@ impl Trainer {
         }
     }
 
+    /// One GRPO optimizer step on `seqs` (weights set here), counted even when no sequence
+    /// carries a loss token, so a run always ends. Returns the stats and the rate used.
+    fn grpo_update(&mut self, seqs: &mut [TrainSeq], steps: u64) -> Result<(StepStats, f64)> {
+        let step = self.state.grpo_step;
+        set_weights(seqs, &self.config);
+        let lr = self.step_ctx_lr(self.config.grpo.learning_rate, step, steps);
+        let stats = if seqs.iter().any(|s| s.loss_tokens() > 0) {
+            let dropout = rng(self.config.seed, Stream::Dropout, 1 << 32 | step);
+            self.update(seqs, self.objective(), lr, dropout)?
+        } else {
+            StepStats::default()
+        };
+        self.state.grpo_step += 1;
+        Ok((stats, lr))
+    }
+
     fn sampling(&self, task: &dyn Task, greedy: bool) -> Sampling {
         let g = &self.config.grpo;
         let mut stop = g.stop.clone();
@@ -480,19 +496,7 @@ impl Trainer {
                     weight: 0.0,
                 });
             }
-            set_weights(&mut seqs, &self.config);
-            let lr = self.step_ctx_lr(g.learning_rate, step, steps);
-            let stats = if seqs.iter().any(|s| s.loss_tokens() > 0) {
-                self.update(
-                    &seqs,
-                    self.objective(),
-                    lr,
-                    rng(self.config.seed, Stream::Dropout, 1 << 32 | step),
-                )?
-            } else {
-                StepStats::default()
-            };
-            self.state.grpo_step += 1;
+            let (stats, lr) = self.grpo_update(&mut seqs, steps)?;
             let r = RolloutStats {
                 reward_mean,
                 reward_std,
@@ -566,7 +570,6 @@ impl Trainer {
         }
         let mut progress = Progress::start("grpo", steps);
         while self.state.grpo_step < steps {
-            let step = self.state.grpo_step;
             let t0 = Instant::now();
             let picked: Vec<usize> = (0..g.batch_prompts.min(groups.len()))
                 .map(|_| self.next_prompt(groups.len()))
@@ -600,21 +603,9 @@ impl Trainer {
                     });
                 }
             }
-            set_weights(&mut seqs, &self.config);
             let rewards: Vec<f64> = rollouts.iter().map(|r| r.reward).collect();
             let (reward_mean, reward_std) = mean_std(&rewards);
-            let lr = self.step_ctx_lr(g.learning_rate, step, steps);
-            let stats = if seqs.iter().any(|s| s.loss_tokens() > 0) {
-                self.update(
-                    &seqs,
-                    self.objective(),
-                    lr,
-                    rng(self.config.seed, Stream::Dropout, 1 << 32 | step),
-                )?
-            } else {
-                StepStats::default()
-            };
-            self.state.grpo_step += 1;
+            let (stats, lr) = self.grpo_update(&mut seqs, steps)?;
             let r = RolloutStats {
                 reward_mean,
                 reward_std,
