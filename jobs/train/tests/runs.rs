@@ -79,6 +79,7 @@ fn an_online_run_writes_a_loadable_checkpoint_metrics_report_and_plots() {
         "wall_time_s",
         "eval_success_before",
         "eval_success_after",
+        "peak_rss_mb",
     ] {
         assert!(!run[key].is_null(), "run.json lacks {key}");
     }
