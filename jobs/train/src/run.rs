@@ -13,7 +13,7 @@ use crate::error::{Result, TrainError};
 use crate::model::Model;
 use crate::optim::AdamW;
 use crate::step::{Objective, StepContext, TrainSeq, response_logprobs, train_step};
-use crate::task::AnswerTask;
+use crate::task::{AnswerTask, Task};
 use crate::tokenizer::Tok;
 use crate::trainer::{Ended, Identity, Trainer, hash_files, hash_model_dir};
 
@@ -149,15 +149,11 @@ pub fn run_prompts(o: &RunOptions, prompts: &Path, sft: Option<&Path>) -> Result
     Ok(Some(trainer.finish(json!({
         "mode": "prompts",
         "sft_examples": examples.len(),
-        "eval_prompts": task_eval_len(&task),
+        "eval_prompts": task.eval_len(),
         "eval_success_before": before,
         "eval_success_after": after,
         "eval_reward_after": reward,
     }))?))
-}
-
-fn task_eval_len(task: &AnswerTask) -> usize {
-    crate::task::Task::eval_len(task)
 }
 
 /// `train logprobs`: one `{"logprobs": [...]}` line per input line

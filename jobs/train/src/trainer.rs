@@ -179,7 +179,7 @@ impl Trainer {
         self.started.elapsed().as_secs_f64()
     }
 
-    fn step_ctx_lr(&self, peak: f64, step: u64, total: u64) -> f64 {
+    fn lr_at(&self, peak: f64, step: u64, total: u64) -> f64 {
         self.config.optimizer.lr(peak, step, total)
     }
 
@@ -223,7 +223,7 @@ impl Trainer {
             let total_tokens: usize = seqs.iter().map(TrainSeq::loss_tokens).sum();
             seqs.iter_mut()
                 .for_each(|s| s.weight = 1.0 / total_tokens.max(1) as f64);
-            let lr = self.step_ctx_lr(self.config.sft.learning_rate, step, total);
+            let lr = self.lr_at(self.config.sft.learning_rate, step, total);
             let t0 = Instant::now();
             let stats = self.update(
                 &seqs,
@@ -332,7 +332,7 @@ impl Trainer {
     fn grpo_update(&mut self, seqs: &mut [TrainSeq], steps: u64) -> Result<(StepStats, f64)> {
         let step = self.state.grpo_step;
         set_weights(seqs, &self.config);
-        let lr = self.step_ctx_lr(self.config.grpo.learning_rate, step, steps);
+        let lr = self.lr_at(self.config.grpo.learning_rate, step, steps);
         let stats = if seqs.iter().any(|s| s.loss_tokens() > 0) {
             let dropout = rng(self.config.seed, Stream::Dropout, 1 << 32 | step);
             self.update(seqs, self.objective(), lr, dropout)?
