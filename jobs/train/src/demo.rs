@@ -12,7 +12,7 @@
 //!   value it just read) 60% of the time, which dooms the episode; each right lookup earns a
 //!   turn reward of 0.25, so turn-level credit can point at the hop that went wrong.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device};
@@ -404,10 +404,4 @@ pub fn run(o: &DemoOptions) -> Result<Value> {
         "eval_reward_after": after_reward,
         "steps_to_0_9": steps_to_target,
     }))
-}
-
-/// The out directory's default.
-#[must_use]
-pub fn default_out() -> PathBuf {
-    Path::new("agentrl-train-demo").to_owned()
 }

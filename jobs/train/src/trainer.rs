@@ -820,8 +820,8 @@ fn complete_checkpoints(out: &Path) -> Vec<PathBuf> {
                 && p.join("state.json").exists()
         })
         .collect();
-    // Names sort in run order: phase (sft < grpo happens to hold alphabetically reversed, so
-    // order by the step counters instead).
+    // Names are `<phase>-<sft steps>-<grpo steps>`: run order is phase (sft before grpo), then
+    // the counters; alphabetical order would put grpo first.
     dirs.sort_by_key(|p| {
         let name = p
             .file_name()
