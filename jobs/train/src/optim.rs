@@ -267,8 +267,7 @@ impl AdamW {
         let device = vars
             .first()
             .map_or(candle_core::Device::Cpu, |(_, v)| v.device().clone());
-        let mut t =
-            candle_core::safetensors::load(path, &device).map_err(|e| TrainError::file(path, e))?;
+        let mut t = crate::model::read_tensors(path, &device)?;
         let mut take = |name: &str| {
             t.remove(name)
                 .ok_or_else(|| TrainError::file(path, format!("tensor {name} is missing")))

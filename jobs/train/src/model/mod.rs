@@ -11,7 +11,7 @@ pub mod lora;
 pub mod ops;
 mod weights;
 
-pub use weights::{save_safetensors, weight_files};
+pub use weights::{read_tensors, save_safetensors, weight_files};
 
 use std::collections::BTreeMap;
 

@@ -103,10 +103,7 @@ impl Model {
         let config = ModelConfig::load(dir)?;
         let mut found: HashMap<String, (Tensor, std::path::PathBuf)> = HashMap::new();
         for file in weight_files(dir)? {
-            let tensors = candle_core::safetensors::load(&file, device).map_err(|e| {
-                TrainError::file(&file, format!("not a readable safetensors file: {e}"))
-            })?;
-            for (name, t) in tensors {
+            for (name, t) in read_tensors(&file, device)? {
                 found.insert(name, (t, file.clone()));
             }
         }
@@ -227,14 +224,11 @@ impl Model {
         match &self.lora {
             Some(lora) => {
                 let file = dir.join("adapter_model.safetensors");
-                let tensors = candle_core::safetensors::load(&file, &self.device)
-                    .map_err(|e| TrainError::file(&file, e))?;
-                lora.load_peft(&tensors)
+                lora.load_peft(&read_tensors(&file, &self.device)?)
             }
             None => {
                 let file = dir.join("model.safetensors");
-                let mut tensors = candle_core::safetensors::load(&file, &self.device)
-                    .map_err(|e| TrainError::file(&file, e))?;
+                let mut tensors = read_tensors(&file, &self.device)?;
                 for (name, var) in &self.vars {
                     let t = tensors.remove(name).ok_or_else(|| {
                         TrainError::file(&file, format!("tensor {name} is missing"))
@@ -245,6 +239,15 @@ impl Model {
             }
         }
     }
+}
+
+/// Every tensor of a safetensors file, or an error naming the file.
+///
+/// # Errors
+/// A missing, truncated or malformed file.
+pub fn read_tensors(path: &Path, device: &Device) -> Result<HashMap<String, Tensor>> {
+    candle_core::safetensors::load(path, device)
+        .map_err(|e| TrainError::file(path, format!("not a readable safetensors file: {e}")))
 }
 
 /// Writes tensors as fp32 safetensors with the `format: pt` metadata `transformers` checks.
