@@ -47,6 +47,23 @@ pub struct Dropout<'a> {
 }
 
 impl Model {
+    /// A model of plain (not yet trainable) tensors, computing in `dtype`.
+    fn untrained(
+        config: ModelConfig,
+        tensors: BTreeMap<String, Tensor>,
+        dtype: DType,
+        device: &Device,
+    ) -> Self {
+        Self {
+            config,
+            tensors,
+            lora: None,
+            vars: Vec::new(),
+            compute: dtype,
+            device: device.clone(),
+        }
+    }
+
     /// The model's device.
     #[must_use]
     pub fn device(&self) -> &Device {
@@ -139,14 +156,12 @@ impl Model {
                 .map(|(k, t)| Ok((k.clone(), t.detach().copy()?)))
                 .collect::<Result<_>>()?,
         };
-        Ok(Self {
-            config: self.config.clone(),
+        Ok(Self::untrained(
+            self.config.clone(),
             tensors,
-            lora: None,
-            vars: Vec::new(),
-            compute: self.compute,
-            device: self.device.clone(),
-        })
+            self.compute,
+            &self.device,
+        ))
     }
 
     fn weight(&self, name: &str) -> candle_core::Result<Tensor> {

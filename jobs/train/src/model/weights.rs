@@ -126,14 +126,7 @@ impl Model {
             }
             tensors.insert(name, t.to_dtype(dtype)?);
         }
-        Ok(Self {
-            config,
-            tensors,
-            lora: None,
-            vars: Vec::new(),
-            compute: dtype,
-            device: device.clone(),
-        })
+        Ok(Self::untrained(config, tensors, dtype, device))
     }
 
     /// A freshly initialised model (weights N(0, 0.02), norms 1, biases 0, as `transformers`
@@ -160,14 +153,7 @@ impl Model {
                 Tensor::from_vec(values, shape, device)?.to_dtype(dtype)?,
             );
         }
-        Ok(Self {
-            config,
-            tensors,
-            lora: None,
-            vars: Vec::new(),
-            compute: dtype,
-            device: device.clone(),
-        })
+        Ok(Self::untrained(config, tensors, dtype, device))
     }
 
     /// The base weights by name (adapters merged when `merge_lora`).
