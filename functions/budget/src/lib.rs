@@ -5,6 +5,7 @@
 //! `service()` returns the routes and their OpenAPI document; `main.rs` runs them in
 //! Lambda and `agentrl serve` runs them locally.
 
+mod budgets;
 mod repo;
 mod routes;
 mod wire;

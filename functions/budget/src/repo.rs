@@ -37,6 +37,36 @@ pub struct BudgetRepo {
     configs: TenantConfig<BudgetConfig>,
 }
 
+/// Why a write of a budget did not happen: the domain's reading of a failed condition.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    /// The budget (or its tier's usage history) changed since it was read: read again.
+    #[error("the budget changed since it was read")]
+    BudgetChanged,
+    /// The report id is already recorded: this is a retry of a counted report.
+    #[error("the report was already counted")]
+    ReportAlreadyCounted,
+    /// The table failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Where [`BudgetRepo::apply_report`] puts the report's write in its transaction (after the
+/// budget's), so a failed condition there means the report id is taken.
+const REPORT_WRITE: usize = 1;
+
+impl SaveError {
+    fn from_transaction(e: StoreError) -> Self {
+        match e {
+            StoreError::ConditionFailed {
+                index: Some(REPORT_WRITE),
+            } => Self::ReportAlreadyCounted,
+            StoreError::ConditionFailed { .. } | StoreError::Conflict => Self::BudgetChanged,
+            e => Self::Store(e),
+        }
+    }
+}
+
 /// A value with the version it was read at (`None` when absent).
 pub type Versioned<T> = (T, Option<u64>);
 
@@ -127,6 +157,10 @@ impl BudgetRepo {
     }
 
     /// Saves the budget (if still at `version`) and the report (if not yet recorded), atomically.
+    ///
+    /// # Errors
+    /// [`SaveError::BudgetChanged`] when another write won the budget,
+    /// [`SaveError::ReportAlreadyCounted`] when the report id is recorded.
     pub async fn apply_report(
         &self,
         t: &TenantId,
@@ -134,24 +168,26 @@ impl BudgetRepo {
         version: u64,
         report_id: &str,
         report: &StoredReport,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), SaveError> {
         let expires_at = expiry(budget.updated_at_ms);
+        let writes = vec![
+            Write::Put(Put {
+                key: Self::budget_key(t, &budget.budget_id),
+                doc: encode(budget)?,
+                expires_at,
+                condition: Condition::Version(version),
+            }),
+            Write::Put(Put {
+                key: Self::report_key(t, &budget.budget_id, report_id),
+                doc: encode(report)?,
+                expires_at,
+                condition: Condition::Absent,
+            }),
+        ];
         self.table
-            .transact(vec![
-                Write::Put(Put {
-                    key: Self::budget_key(t, &budget.budget_id),
-                    doc: encode(budget)?,
-                    expires_at,
-                    condition: Condition::Version(version),
-                }),
-                Write::Put(Put {
-                    key: Self::report_key(t, &budget.budget_id, report_id),
-                    doc: encode(report)?,
-                    expires_at,
-                    condition: Condition::Absent,
-                }),
-            ])
+            .transact(writes)
             .await
+            .map_err(SaveError::from_transaction)
     }
 
     /// Saves a completed budget (if still at `version`) and, for a success, the tier's
@@ -162,7 +198,7 @@ impl BudgetRepo {
         budget: &Budget,
         version: u64,
         usage: Option<Versioned<UsageHistory>>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), SaveError> {
         let mut writes = vec![Write::Put(Put {
             key: Self::budget_key(t, &budget.budget_id),
             doc: encode(budget)?,
@@ -177,6 +213,9 @@ impl BudgetRepo {
                 condition: Condition::at(v),
             }));
         }
-        self.table.transact(writes).await
+        self.table
+            .transact(writes)
+            .await
+            .map_err(SaveError::from_transaction)
     }
 }

@@ -2,11 +2,13 @@
 
 use agentrl_core::budget::{
     Action, AdaptiveConfig, Assessment, Budget, BudgetConfig, Complexity, Decision, Feature,
-    Outcome, Status, TierConfig, Trigger, TriggerConfig,
+    Outcome, Report, Status, TaskDescription, TierConfig, Trigger, TriggerConfig,
 };
-use agentrl_http::ApiError;
+use agentrl_http::{ApiError, fingerprint};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+use crate::budgets::{NewBudget, NewReport};
 
 /// Longest accepted task description, in bytes.
 pub(crate) const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
@@ -16,64 +18,6 @@ pub(crate) const MAX_HINTS: usize = 1_000;
 pub(crate) const MAX_ID_CHARS: usize = 256;
 /// Largest token count of one report.
 pub(crate) const MAX_REPORT_TOKENS: u64 = 1 << 40;
-
-/// A budget tier.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ComplexityName {
-    Trivial,
-    Standard,
-    Complex,
-}
-
-impl From<ComplexityName> for Complexity {
-    fn from(c: ComplexityName) -> Self {
-        match c {
-            ComplexityName::Trivial => Self::Trivial,
-            ComplexityName::Standard => Self::Standard,
-            ComplexityName::Complex => Self::Complex,
-        }
-    }
-}
-
-impl From<Complexity> for ComplexityName {
-    fn from(c: Complexity) -> Self {
-        match c {
-            Complexity::Trivial => Self::Trivial,
-            Complexity::Standard => Self::Standard,
-            Complexity::Complex => Self::Complex,
-        }
-    }
-}
-
-/// An escalation trigger.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum TriggerName {
-    LowConfidence,
-    PartialSuccess,
-    VerifierRejection,
-}
-
-impl From<TriggerName> for Trigger {
-    fn from(t: TriggerName) -> Self {
-        match t {
-            TriggerName::LowConfidence => Self::LowConfidence,
-            TriggerName::PartialSuccess => Self::PartialSuccess,
-            TriggerName::VerifierRejection => Self::VerifierRejection,
-        }
-    }
-}
-
-impl From<Trigger> for TriggerName {
-    fn from(t: Trigger) -> Self {
-        match t {
-            Trigger::LowConfidence => Self::LowConfidence,
-            Trigger::PartialSuccess => Self::PartialSuccess,
-            Trigger::VerifierRejection => Self::VerifierRejection,
-        }
-    }
-}
 
 /// The task a budget is for.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -98,7 +42,7 @@ pub(crate) struct CreateBudgetBody {
     /// The task.
     pub task: TaskBody,
     /// Skip the assessment and use this tier.
-    pub complexity: Option<ComplexityName>,
+    pub complexity: Option<Complexity>,
 }
 
 fn id_ok(field: &str, v: &str) -> Result<(), ApiError> {
@@ -111,11 +55,13 @@ fn id_ok(field: &str, v: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-impl CreateBudgetBody {
-    /// Checks sizes; the assessment itself accepts any text.
-    pub(crate) fn validate(&self) -> Result<(), ApiError> {
-        id_ok("task_id", &self.task_id)?;
-        let d = &self.task.description;
+/// Sizes are checked here; the assessment itself accepts any text.
+impl TryFrom<CreateBudgetBody> for NewBudget {
+    type Error = ApiError;
+
+    fn try_from(body: CreateBudgetBody) -> Result<Self, ApiError> {
+        id_ok("task_id", &body.task_id)?;
+        let d = &body.task.description;
         if d.trim().is_empty() || d.len() > MAX_DESCRIPTION_BYTES {
             return Err(ApiError::invalid(
                 "task.description",
@@ -123,8 +69,8 @@ impl CreateBudgetBody {
             ));
         }
         for (field, list) in [
-            ("task.files_touched", &self.task.files_touched),
-            ("task.tools_available", &self.task.tools_available),
+            ("task.files_touched", &body.task.files_touched),
+            ("task.tools_available", &body.task.tools_available),
         ] {
             if list.len() > MAX_HINTS || list.iter().any(|h| h.is_empty() || h.len() > 1024) {
                 return Err(ApiError::invalid(
@@ -133,7 +79,15 @@ impl CreateBudgetBody {
                 ));
             }
         }
-        Ok(())
+        Ok(Self {
+            task_id: body.task_id,
+            task: TaskDescription {
+                description: body.task.description,
+                files_touched: body.task.files_touched,
+                tools_available: body.task.tools_available,
+            },
+            complexity: body.complexity,
+        })
     }
 }
 
@@ -148,56 +102,38 @@ pub(crate) struct ConsumptionBody {
     /// The agent's confidence in [0, 1].
     pub confidence: Option<f64>,
     /// An explicit escalation trigger.
-    pub trigger: Option<TriggerName>,
+    pub trigger: Option<Trigger>,
     /// True when this report ends an orchestration loop that did not solve the task.
     #[serde(default)]
     pub loop_completed: bool,
 }
 
-impl ConsumptionBody {
-    pub(crate) fn validate(&self) -> Result<(), ApiError> {
-        id_ok("report_id", &self.report_id)?;
-        if self.tokens > MAX_REPORT_TOKENS {
+impl TryFrom<ConsumptionBody> for NewReport {
+    type Error = ApiError;
+
+    fn try_from(body: ConsumptionBody) -> Result<Self, ApiError> {
+        id_ok("report_id", &body.report_id)?;
+        if body.tokens > MAX_REPORT_TOKENS {
             return Err(ApiError::invalid(
                 "tokens",
                 format!("must not exceed {MAX_REPORT_TOKENS}"),
             ));
         }
-        if let Some(c) = self.confidence
+        if let Some(c) = body.confidence
             && !(0.0..=1.0).contains(&c)
         {
             return Err(ApiError::invalid("confidence", "must be between 0 and 1"));
         }
-        Ok(())
-    }
-}
-
-/// How a task ended.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum OutcomeName {
-    Success,
-    Failure,
-    Abandoned,
-}
-
-impl From<OutcomeName> for Outcome {
-    fn from(o: OutcomeName) -> Self {
-        match o {
-            OutcomeName::Success => Self::Success,
-            OutcomeName::Failure => Self::Failure,
-            OutcomeName::Abandoned => Self::Abandoned,
-        }
-    }
-}
-
-impl From<Outcome> for OutcomeName {
-    fn from(o: Outcome) -> Self {
-        match o {
-            Outcome::Success => Self::Success,
-            Outcome::Failure => Self::Failure,
-            Outcome::Abandoned => Self::Abandoned,
-        }
+        Ok(Self {
+            fingerprint: fingerprint(&body),
+            report: Report {
+                tokens: body.tokens,
+                confidence: body.confidence,
+                trigger: body.trigger,
+                loop_completed: body.loop_completed,
+            },
+            report_id: body.report_id,
+        })
     }
 }
 
@@ -206,7 +142,7 @@ impl From<Outcome> for OutcomeName {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CompleteBody {
     /// How the task ended.
-    pub outcome: OutcomeName,
+    pub outcome: Outcome,
 }
 
 /// A feature that decided the tier.
@@ -255,19 +191,9 @@ impl From<&Assessment> for AssessmentView {
 /// A granted escalation.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct EscalationView {
-    trigger: TriggerName,
+    trigger: Trigger,
     added_tokens: u64,
     at_ms: u64,
-}
-
-/// Life-cycle state of a budget.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum StatusName {
-    Active,
-    Exhausted,
-    HandedToHuman,
-    Completed,
 }
 
 /// A budget.
@@ -275,15 +201,15 @@ pub(crate) enum StatusName {
 pub(crate) struct BudgetView {
     budget_id: String,
     task_id: String,
-    complexity: ComplexityName,
+    complexity: Complexity,
     allocated_tokens: u64,
     consumed_tokens: u64,
     max_total_tokens: u64,
     /// Escalations granted, oldest first.
     escalations: Vec<EscalationView>,
     loops_completed: u32,
-    status: StatusName,
-    outcome: Option<OutcomeName>,
+    status: Status,
+    outcome: Option<Outcome>,
     assessment: AssessmentView,
     created_at_ms: u64,
     updated_at_ms: u64,
@@ -294,7 +220,7 @@ impl From<&Budget> for BudgetView {
         Self {
             budget_id: b.budget_id.clone(),
             task_id: b.task_id.clone(),
-            complexity: b.complexity().into(),
+            complexity: b.complexity(),
             allocated_tokens: b.allocated_tokens,
             consumed_tokens: b.consumed_tokens,
             max_total_tokens: b.max_total_tokens,
@@ -302,19 +228,14 @@ impl From<&Budget> for BudgetView {
                 .escalations
                 .iter()
                 .map(|e| EscalationView {
-                    trigger: e.trigger.into(),
+                    trigger: e.trigger,
                     added_tokens: e.added_tokens,
                     at_ms: e.at_ms,
                 })
                 .collect(),
             loops_completed: b.loops_completed,
-            status: match b.status {
-                Status::Active => StatusName::Active,
-                Status::Exhausted => StatusName::Exhausted,
-                Status::HandedToHuman => StatusName::HandedToHuman,
-                Status::Completed => StatusName::Completed,
-            },
-            outcome: b.outcome.map(Into::into),
+            status: b.status,
+            outcome: b.outcome,
             assessment: (&b.assessment).into(),
             created_at_ms: b.created_at_ms,
             updated_at_ms: b.updated_at_ms,
@@ -322,20 +243,10 @@ impl From<&Budget> for BudgetView {
     }
 }
 
-/// What the agent should do next.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub(crate) enum ActionName {
-    Continue,
-    Escalated,
-    Exhausted,
-    EscalateToHuman,
-}
-
 /// The answer to a consumption report.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct DecisionView {
-    action: ActionName,
+    action: Action,
     accepted_tokens: u64,
     consumed_tokens: u64,
     allocated_tokens: u64,
@@ -348,12 +259,7 @@ pub(crate) struct DecisionView {
 impl From<&Decision> for DecisionView {
     fn from(d: &Decision) -> Self {
         Self {
-            action: match d.action {
-                Action::Continue => ActionName::Continue,
-                Action::Escalated => ActionName::Escalated,
-                Action::Exhausted => ActionName::Exhausted,
-                Action::EscalateToHuman => ActionName::EscalateToHuman,
-            },
+            action: d.action,
             accepted_tokens: d.accepted_tokens,
             consumed_tokens: d.consumed_tokens,
             allocated_tokens: d.allocated_tokens,
@@ -370,7 +276,7 @@ impl From<&Decision> for DecisionView {
 pub(crate) struct TierBody {
     base_tokens: Option<u64>,
     max_total_tokens: Option<u64>,
-    allowed_triggers: Option<Vec<TriggerName>>,
+    allowed_triggers: Option<Vec<Trigger>>,
 }
 
 /// The three tiers.
@@ -432,7 +338,7 @@ fn merge_tier(into: &mut TierConfig, body: Option<TierBody>) {
     into.base_tokens = b.base_tokens.unwrap_or(into.base_tokens);
     into.max_total_tokens = b.max_total_tokens.unwrap_or(into.max_total_tokens);
     if let Some(t) = b.allowed_triggers {
-        into.allowed_triggers = t.into_iter().map(Into::into).collect();
+        into.allowed_triggers = t;
     }
 }
 
@@ -479,7 +385,7 @@ impl BudgetConfigBody {
         let tier = |t: &TierConfig| TierBody {
             base_tokens: Some(t.base_tokens),
             max_total_tokens: Some(t.max_total_tokens),
-            allowed_triggers: Some(t.allowed_triggers.iter().map(|&t| t.into()).collect()),
+            allowed_triggers: Some(t.allowed_triggers.clone()),
         };
         let trigger = |t: &TriggerConfig| TriggerBody {
             additional_tokens: Some(t.additional_tokens),

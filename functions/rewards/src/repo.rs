@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use agentrl_core::{
     TenantId,
-    verify::{ExampleType, VerifyConfig},
+    verify::{ExampleType, Method, Outcome, VerifyConfig},
 };
 use agentrl_store::{
     StoreError,
@@ -23,7 +23,75 @@ use agentrl_store::{
     tenant_config::TenantConfig,
 };
 
-use crate::wire::{Example, Execution, VerificationView};
+use serde::{Deserialize, Serialize};
+
+use crate::executions::RunStatus;
+
+/// An execution as stored: the run, and where its verification stands.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Execution {
+    /// A UUIDv7: ordered by creation.
+    pub execution_id: String,
+    pub agent_id: String,
+    pub agent_version: Option<String>,
+    /// The prompt.
+    pub input: String,
+    /// The completion.
+    pub output: String,
+    pub tokens_used: Option<u64>,
+    pub cost: Option<f64>,
+    pub status: RunStatus,
+    pub latency_ms: Option<u64>,
+    /// Epoch ms.
+    pub created_at_ms: u64,
+    /// How many verifications it has.
+    pub verifications: u32,
+    /// The composite reward after the last verification (`None` until one is `ok`).
+    pub reward: Option<f64>,
+    /// The training example it is, if rewarded.
+    pub example_type: Option<ExampleType>,
+}
+
+/// A verification as stored: the verifier's outcome with its ids and time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Verification {
+    pub verification_id: String,
+    pub execution_id: String,
+    pub method: Method,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Epoch ms.
+    pub created_at_ms: u64,
+}
+
+/// Why a verification was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RecordError {
+    /// The execution changed since it was read (another verification won): read again.
+    #[error("the execution changed since it was read")]
+    ExecutionChanged,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A training example as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Example {
+    pub execution_id: String,
+    pub agent_id: String,
+    pub agent_version: Option<String>,
+    /// The execution's input.
+    pub prompt: String,
+    /// The execution's output.
+    pub completion: String,
+    /// The composite reward and its confidence.
+    pub reward: f64,
+    pub confidence: f64,
+    #[serde(rename = "type")]
+    pub kind: ExampleType,
+    /// When it was last (re)classified (epoch ms).
+    pub updated_at_ms: u64,
+}
 
 /// Most verifications one execution takes: its reward is recomputed from all of them.
 pub const MAX_VERIFICATIONS: u32 = 100;
@@ -117,7 +185,7 @@ impl RewardRepo {
         &self,
         t: &TenantId,
         id: &str,
-    ) -> Result<Vec<VerificationView>, StoreError> {
+    ) -> Result<Vec<Verification>, StoreError> {
         let page = self
             .table
             .query(&Query {
@@ -138,15 +206,15 @@ impl RewardRepo {
     /// moving the execution's training example from `previous` to `example`.
     ///
     /// # Errors
-    /// [`StoreError::ConditionFailed`] when the execution changed since `version`.
+    /// [`RecordError::ExecutionChanged`] when the execution changed since `version`.
     pub(crate) async fn record(
         &self,
         t: &TenantId,
         (updated, version): (&Execution, u64),
         previous: Option<ExampleType>,
-        verification: &VerificationView,
+        verification: &Verification,
         example: Option<&Example>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), RecordError> {
         let id = &updated.execution_id;
         let mut writes = vec![
             Write::Put(Put {
@@ -178,7 +246,12 @@ impl RewardRepo {
                 condition: Condition::None,
             }));
         }
-        self.table.transact(writes).await
+        self.table.transact(writes).await.map_err(|e| match e {
+            StoreError::ConditionFailed { .. } | StoreError::Conflict => {
+                RecordError::ExecutionChanged
+            }
+            e => RecordError::Store(e),
+        })
     }
 
     /// One page of training examples and the next cursor.

@@ -1,31 +1,21 @@
-//! Request and response bodies of the reward routes, and the records they are stored as.
+//! Request and response bodies of the reward routes (the stored records are `repo`'s).
 
-use agentrl_core::verify::{ExampleType, Method, Outcome, Status};
+use agentrl_core::verify::{ExampleType, Method, Status};
 use agentrl_http::ApiError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
+
+use crate::{
+    executions::{NewExecution, RunStatus},
+    repo::{Example, Execution, Verification},
+};
 
 /// Longest id an agent, version or execution may have.
 const MAX_ID: usize = 128;
 /// Largest prompt or completion kept with an execution: with its verifications' summary the
 /// item stays under DynamoDB's 400 KB item limit.
 pub(crate) const MAX_TEXT_BYTES: usize = 160 * 1024;
-
-/// How an execution ended, as the agent platform reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum RunStatus {
-    /// It finished.
-    #[default]
-    Success,
-    /// It finished with a wrong or refused result.
-    Failure,
-    /// It crashed.
-    Error,
-    /// It ran out of time.
-    Timeout,
-}
 
 /// `POST /v1/executions`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -69,14 +59,16 @@ fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
     }
 }
 
-impl CreateExecutionBody {
-    /// Checks ids, sizes and numbers; the error names the field.
-    pub(crate) fn validate(&self) -> Result<(), ApiError> {
-        check_id("agent_id", &self.agent_id)?;
-        if let Some(v) = &self.agent_version {
+/// Ids, sizes and numbers are checked here; the error names the field.
+impl TryFrom<CreateExecutionBody> for NewExecution {
+    type Error = ApiError;
+
+    fn try_from(body: CreateExecutionBody) -> Result<Self, ApiError> {
+        check_id("agent_id", &body.agent_id)?;
+        if let Some(v) = &body.agent_version {
             check_id("agent_version", v)?;
         }
-        for (field, text) in [("input", &self.input), ("output", &self.output)] {
+        for (field, text) in [("input", &body.input), ("output", &body.output)] {
             if text.len() > MAX_TEXT_BYTES {
                 return Err(ApiError::invalid(
                     field,
@@ -84,18 +76,27 @@ impl CreateExecutionBody {
                 ));
             }
         }
-        if let Some(cost) = self.cost
+        if let Some(cost) = body.cost
             && !(cost.is_finite() && cost >= 0.0)
         {
             return Err(ApiError::invalid("cost", "must be a finite number ≥ 0"));
         }
-        Ok(())
+        Ok(Self {
+            agent_id: body.agent_id,
+            agent_version: body.agent_version,
+            input: body.input,
+            output: body.output,
+            tokens_used: body.tokens_used,
+            cost: body.cost,
+            status: body.status,
+            latency_ms: body.latency_ms,
+        })
     }
 }
 
-/// An execution as stored: the run, and where its verification stands.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub(crate) struct Execution {
+/// An execution: the run, and where its verification stands.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct ExecutionView {
     /// Its id (a UUIDv7: ordered by creation).
     pub execution_id: String,
     /// The agent that ran.
@@ -125,8 +126,8 @@ pub(crate) struct Execution {
     pub example_type: Option<ExampleType>,
 }
 
-/// A verification as stored and returned.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+/// A verification.
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct VerificationView {
     /// Its id.
     pub verification_id: String,
@@ -157,40 +158,22 @@ pub(crate) struct VerificationView {
     pub created_at_ms: u64,
 }
 
-impl VerificationView {
-    pub(crate) fn new(
-        verification_id: String,
-        execution_id: String,
-        method: Method,
-        outcome: Outcome,
-        created_at_ms: u64,
-    ) -> Self {
+impl From<&Verification> for VerificationView {
+    fn from(v: &Verification) -> Self {
+        let o = v.outcome.clone();
         Self {
-            verification_id,
-            execution_id,
-            method,
-            value: outcome.value,
-            raw_value: outcome.raw_value,
-            confidence: outcome.confidence,
-            status: outcome.status,
-            reason: outcome.reason,
-            evidence: outcome.evidence,
-            verifier_version: outcome.verifier_version,
-            safety_violation: outcome.safety_violation,
-            created_at_ms,
-        }
-    }
-
-    pub(crate) fn outcome(&self) -> Outcome {
-        Outcome {
-            value: self.value,
-            raw_value: self.raw_value,
-            confidence: self.confidence,
-            status: self.status,
-            reason: self.reason.clone(),
-            evidence: Value::Null,
-            verifier_version: self.verifier_version.clone(),
-            safety_violation: self.safety_violation,
+            verification_id: v.verification_id.clone(),
+            execution_id: v.execution_id.clone(),
+            method: v.method,
+            value: o.value,
+            raw_value: o.raw_value,
+            confidence: o.confidence,
+            status: o.status,
+            reason: o.reason,
+            evidence: o.evidence,
+            verifier_version: o.verifier_version,
+            safety_violation: o.safety_violation,
+            created_at_ms: v.created_at_ms,
         }
     }
 }
@@ -222,9 +205,9 @@ pub(crate) struct RewardView {
     pub verifications: Vec<VerificationView>,
 }
 
-/// A training example as stored, listed and exported.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub(crate) struct Example {
+/// A training example, as listed and exported.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct ExampleView {
     /// The execution it comes from.
     pub execution_id: String,
     /// The agent.
@@ -251,8 +234,44 @@ pub(crate) struct Example {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct ExamplePage {
     /// The examples, by type, then agent, then execution (creation order).
-    pub examples: Vec<Example>,
+    pub examples: Vec<ExampleView>,
     /// Pass as `cursor` for the next page; absent on the last.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+impl From<Execution> for ExecutionView {
+    fn from(e: Execution) -> Self {
+        Self {
+            execution_id: e.execution_id,
+            agent_id: e.agent_id,
+            agent_version: e.agent_version,
+            input: e.input,
+            output: e.output,
+            tokens_used: e.tokens_used,
+            cost: e.cost,
+            status: e.status,
+            latency_ms: e.latency_ms,
+            created_at_ms: e.created_at_ms,
+            verifications: e.verifications,
+            reward: e.reward,
+            example_type: e.example_type,
+        }
+    }
+}
+
+impl From<Example> for ExampleView {
+    fn from(e: Example) -> Self {
+        Self {
+            execution_id: e.execution_id,
+            agent_id: e.agent_id,
+            agent_version: e.agent_version,
+            prompt: e.prompt,
+            completion: e.completion,
+            reward: e.reward,
+            confidence: e.confidence,
+            kind: e.kind,
+            updated_at_ms: e.updated_at_ms,
+        }
+    }
 }

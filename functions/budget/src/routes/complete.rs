@@ -1,18 +1,29 @@
 //! `POST /v1/budgets/{id}/complete`: close a budget; a success teaches adaptive allocation.
 
-use agentrl_core::budget::{Outcome, Status};
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
-use agentrl_store::StoreError;
 use axum::{
     Json,
     extract::{Path, State},
 };
 
-use super::{MAX_ATTEMPTS, back_off, now_ms};
 use crate::{
     BudgetState,
+    budgets::{self, CompleteError},
     wire::{BudgetView, CompleteBody},
 };
+
+impl From<CompleteError> for ApiError {
+    fn from(e: CompleteError) -> Self {
+        match e {
+            CompleteError::NotFound => ApiError::not_found("budget"),
+            CompleteError::OtherOutcome(_) => {
+                ApiError::conflict(e.to_string()).with_field("outcome")
+            }
+            CompleteError::Contended => ApiError::conflict(format!("{e}; retry")),
+            CompleteError::Store(e) => e.into(),
+        }
+    }
+}
 
 /// Complete a budget with the task's outcome.
 ///
@@ -34,38 +45,6 @@ pub(crate) async fn complete(
     Path(id): Path<String>,
     ValidJson(body): ValidJson<CompleteBody>,
 ) -> Result<Json<BudgetView>, ApiError> {
-    let outcome: Outcome = body.outcome.into();
-    let repo = &state.repo;
-    for attempt in 0..MAX_ATTEMPTS {
-        let (mut budget, version) = repo
-            .budget(&tenant, &id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("budget"))?;
-        if budget.status == Status::Completed {
-            return match budget.outcome {
-                Some(o) if o == outcome => Ok(Json(BudgetView::from(&budget))),
-                _ => Err(
-                    ApiError::conflict("the budget was completed with another outcome")
-                        .with_field("outcome"),
-                ),
-            };
-        }
-        budget.complete(outcome, now_ms());
-        let usage = if outcome == Outcome::Success {
-            let config = repo.config(&tenant).await?;
-            let (mut history, v) = repo.usage(&tenant, budget.complexity()).await?;
-            history.record(budget.consumed_tokens, config.adaptive.window);
-            Some((history, v))
-        } else {
-            None
-        };
-        match repo.complete(&tenant, &budget, version, usage).await {
-            Ok(()) => return Ok(Json(BudgetView::from(&budget))),
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                back_off(attempt).await
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::conflict("too many concurrent updates; retry"))
+    let budget = budgets::complete(&state.repo, &tenant, &id, body.outcome).await?;
+    Ok(Json(BudgetView::from(&budget)))
 }

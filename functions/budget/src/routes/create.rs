@@ -1,6 +1,5 @@
 //! `POST /v1/budgets`: assess the task and open a budget.
 
-use agentrl_core::budget::{Budget, TaskDescription, assess};
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
 use axum::{
     Json,
@@ -8,9 +7,8 @@ use axum::{
     http::{StatusCode, header},
 };
 
-use super::now_ms;
 use crate::{
-    BudgetState,
+    BudgetState, budgets,
     wire::{BudgetView, CreateBudgetBody},
 };
 
@@ -40,35 +38,7 @@ pub(crate) async fn create(
     Tenant(tenant): Tenant,
     ValidJson(body): ValidJson<CreateBudgetBody>,
 ) -> Result<Created, ApiError> {
-    body.validate()?;
-    let repo = &state.repo;
-    let config = repo.config(&tenant).await?;
-    let task = TaskDescription {
-        description: body.task.description,
-        files_touched: body.task.files_touched,
-        tools_available: body.task.tools_available,
-    };
-    let assessment = assess(&task, body.complexity.map(Into::into));
-    let tier = config.tier(assessment.complexity);
-    let base = if config.adaptive.enabled {
-        let (history, _) = repo.usage(&tenant, assessment.complexity).await?;
-        history.allocation(
-            tier.base_tokens,
-            config.ceiling(assessment.complexity),
-            &config.adaptive,
-        )
-    } else {
-        tier.base_tokens
-    };
-    let budget = Budget::open(
-        uuid::Uuid::now_v7().to_string(),
-        body.task_id,
-        assessment,
-        base,
-        &config,
-        now_ms(),
-    );
-    repo.create(&tenant, &budget).await?;
+    let budget = budgets::open(&state.repo, &tenant, body.try_into()?).await?;
     let location = format!("/v1/budgets/{}", budget.budget_id);
     Ok((
         StatusCode::CREATED,

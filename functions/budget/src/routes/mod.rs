@@ -5,5 +5,3 @@ pub(crate) mod config;
 pub(crate) mod consume;
 pub(crate) mod create;
 pub(crate) mod read;
-
-pub(crate) use agentrl_store::retry::{MAX_ATTEMPTS, back_off, now_ms};

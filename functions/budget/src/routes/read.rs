@@ -6,7 +6,20 @@ use axum::{
     extract::{Path, State},
 };
 
-use crate::{BudgetState, wire::BudgetView};
+use crate::{
+    BudgetState,
+    budgets::{self, ReadError},
+    wire::BudgetView,
+};
+
+impl From<ReadError> for ApiError {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::NotFound => ApiError::not_found("budget"),
+            ReadError::Store(e) => e.into(),
+        }
+    }
+}
 
 /// Read a budget.
 #[utoipa::path(get, path = "/v1/budgets/{id}", tag = "budgets",
@@ -20,10 +33,6 @@ pub(crate) async fn read(
     Tenant(tenant): Tenant,
     Path(id): Path<String>,
 ) -> Result<Json<BudgetView>, ApiError> {
-    let (budget, _) = state
-        .repo
-        .budget(&tenant, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("budget"))?;
+    let budget = budgets::read(&state.repo, &tenant, &id).await?;
     Ok(Json(BudgetView::from(&budget)))
 }

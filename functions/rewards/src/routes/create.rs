@@ -1,7 +1,6 @@
 //! `POST /v1/executions`: record what an agent did, so it can be verified.
 
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson, query::encode_component};
-use agentrl_store::retry::now_ms;
 use axum::{
     Json,
     extract::State,
@@ -10,10 +9,7 @@ use axum::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::{
-    RewardState,
-    wire::{CreateExecutionBody, Execution},
-};
+use crate::{RewardState, executions, wire::CreateExecutionBody};
 
 /// The id of a recorded execution.
 #[derive(Debug, Serialize, ToSchema)]
@@ -40,23 +36,7 @@ pub(crate) async fn create(
     Tenant(tenant): Tenant,
     ValidJson(body): ValidJson<CreateExecutionBody>,
 ) -> Result<Recorded, ApiError> {
-    body.validate()?;
-    let execution = Execution {
-        execution_id: uuid::Uuid::now_v7().to_string(),
-        agent_id: body.agent_id,
-        agent_version: body.agent_version,
-        input: body.input,
-        output: body.output,
-        tokens_used: body.tokens_used,
-        cost: body.cost,
-        status: body.status,
-        latency_ms: body.latency_ms,
-        created_at_ms: now_ms(),
-        verifications: 0,
-        reward: None,
-        example_type: None,
-    };
-    state.repo.create(&tenant, &execution).await?;
+    let execution = executions::record(&state.repo, &tenant, body.try_into()?).await?;
     let location = format!(
         "/v1/executions/{}",
         encode_component(&execution.execution_id)

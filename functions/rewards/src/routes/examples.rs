@@ -16,9 +16,9 @@ use axum::{
 use serde::Deserialize;
 
 use crate::{
-    RewardState,
+    RewardState, executions,
     repo::ExampleFilter,
-    wire::{Example, ExamplePage},
+    wire::{ExamplePage, ExampleView},
 };
 
 /// Query string of both routes.
@@ -58,17 +58,21 @@ impl ExampleParams {
         &self,
         state: &RewardState,
         tenant: &agentrl_core::TenantId,
-    ) -> Result<(Vec<Example>, Option<String>, usize), ApiError> {
+    ) -> Result<(Vec<ExampleView>, Option<String>, usize), ApiError> {
         let limit = limit(self.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
-        let (examples, next) = state
-            .repo
-            .examples(tenant, &self.filter()?, limit, self.cursor.clone())
-            .await
-            .map_err(|e| match e {
-                StoreError::Invalid(reason) => ApiError::invalid("cursor", reason),
-                e => e.into(),
-            })?;
-        Ok((examples, next, limit))
+        let (examples, next) = executions::examples(
+            &state.repo,
+            tenant,
+            &self.filter()?,
+            limit,
+            self.cursor.clone(),
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Invalid(reason) => ApiError::invalid("cursor", reason),
+            e => e.into(),
+        })?;
+        Ok((examples.into_iter().map(Into::into).collect(), next, limit))
     }
 }
 

@@ -1,6 +1,5 @@
 //! `GET /v1/executions/{id}/reward`: the composite reward and every verification behind it.
 
-use agentrl_core::verify::composite;
 use agentrl_http::{ApiError, Problem, Tenant};
 use axum::{
     Json,
@@ -8,7 +7,7 @@ use axum::{
 };
 
 use crate::{
-    RewardState,
+    RewardState, executions,
     wire::{RewardView, VerificationView},
 };
 
@@ -27,17 +26,7 @@ pub(crate) async fn reward(
     Tenant(tenant): Tenant,
     Path(id): Path<String>,
 ) -> Result<Json<RewardView>, ApiError> {
-    let (execution, _) = state
-        .repo
-        .execution(&tenant, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("execution"))?;
-    let verifications = state.repo.verifications(&tenant, &id).await?;
-    let outcomes: Vec<_> = verifications
-        .iter()
-        .map(VerificationView::outcome)
-        .collect();
-    let c = composite(&outcomes);
+    let (execution, c, verifications) = executions::reward(&state.repo, &tenant, &id).await?;
     Ok(Json(RewardView {
         execution_id: execution.execution_id,
         agent_id: execution.agent_id,
@@ -48,6 +37,6 @@ pub(crate) async fn reward(
         abstained: c.abstained,
         errored: c.errored,
         example_type: execution.example_type,
-        verifications,
+        verifications: verifications.iter().map(VerificationView::from).collect(),
     }))
 }

@@ -1,12 +1,8 @@
 //! `POST /v1/executions/{id}/verifications`: run one verifier on an execution and fold its
 //! verdict into the execution's reward and training example.
 
-use agentrl_core::verify::{self, Context, Request, classify, composite};
+use agentrl_core::verify::Request;
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
-use agentrl_store::{
-    StoreError,
-    retry::{MAX_ATTEMPTS, back_off, now_ms},
-};
 use axum::{
     Json,
     extract::{Path, State},
@@ -15,9 +11,22 @@ use axum::{
 
 use crate::{
     RewardState,
-    repo::MAX_VERIFICATIONS,
-    wire::{Example, VerificationView},
+    executions::{self, VerifyError},
+    wire::VerificationView,
 };
+
+impl From<VerifyError> for ApiError {
+    fn from(e: VerifyError) -> Self {
+        match e {
+            VerifyError::NotFound => ApiError::not_found("execution"),
+            VerifyError::Invalid(e) => ApiError::invalid(e.field, e.reason),
+            VerifyError::Full => ApiError::conflict(e.to_string()),
+            VerifyError::Contended => ApiError::conflict(format!("{e}; retry")),
+            VerifyError::Verifier(e) => ApiError::internal(&e),
+            VerifyError::Store(e) => e.into(),
+        }
+    }
+}
 
 /// Verify an execution.
 ///
@@ -44,95 +53,9 @@ pub(crate) async fn verify(
     Path(id): Path<String>,
     ValidJson(request): ValidJson<Request>,
 ) -> Result<(StatusCode, Json<VerificationView>), ApiError> {
-    let repo = &state.repo;
-    let read = || async {
-        repo.execution(&tenant, &id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("execution"))
-    };
-    let (mut execution, mut version) = read().await?;
-    let config = repo.config(&tenant).await?;
-    let method = request.method();
-    // A JUnit report of tens of MB is milliseconds of CPU: keep it off the async workers.
-    let outcome = tokio::task::spawn_blocking({
-        let (output, config) = (execution.output.clone(), config.clone());
-        move || {
-            verify::run(
-                &request,
-                &Context {
-                    output: &output,
-                    config: &config,
-                },
-            )
-        }
-    })
-    .await
-    .map_err(|e| ApiError::internal(&e))?
-    .map_err(|e| ApiError::invalid(e.field, e.reason))?;
-    let now = now_ms();
-    let view = VerificationView::new(
-        uuid::Uuid::now_v7().to_string(),
-        id.clone(),
-        method,
-        outcome,
-        now,
-    );
-    for attempt in 0..MAX_ATTEMPTS {
-        // The first attempt uses the read above; a lost race reads again.
-        if attempt > 0 {
-            (execution, version) = read().await?;
-        }
-        if execution.verifications >= MAX_VERIFICATIONS {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!("an execution takes at most {MAX_VERIFICATIONS} verifications"),
-            ));
-        }
-        let mut outcomes: Vec<_> = repo
-            .verifications(&tenant, &id)
-            .await?
-            .iter()
-            .map(VerificationView::outcome)
-            .collect();
-        outcomes.push(view.outcome());
-        let c = composite(&outcomes);
-        let previous = execution.example_type;
-        execution.verifications += 1;
-        execution.reward = c.reward;
-        execution.example_type = c.reward.map(|r| classify(r, &config.examples));
-        let example = c
-            .reward
-            .zip(execution.example_type)
-            .map(|(reward, kind)| Example {
-                execution_id: execution.execution_id.clone(),
-                agent_id: execution.agent_id.clone(),
-                agent_version: execution.agent_version.clone(),
-                prompt: execution.input.clone(),
-                completion: execution.output.clone(),
-                reward,
-                confidence: c.confidence,
-                kind,
-                updated_at_ms: now,
-            });
-        match repo
-            .record(
-                &tenant,
-                (&execution, version),
-                previous,
-                &view,
-                example.as_ref(),
-            )
-            .await
-        {
-            Ok(()) => return Ok((StatusCode::CREATED, Json(view))),
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                back_off(attempt).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::new(
-        StatusCode::CONFLICT,
-        "the execution is being verified concurrently; retry",
+    let verification = executions::verify(&state.repo, &tenant, &id, request).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(VerificationView::from(&verification)),
     ))
 }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The three budget tiers of the source design.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Complexity {

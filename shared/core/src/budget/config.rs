@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::Complexity;
 
 /// What may raise a budget's allocation while the agent runs.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trigger {

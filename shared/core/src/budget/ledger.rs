@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{Assessment, BudgetConfig, Complexity, Trigger};
 
 /// Where a budget is in its life.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -24,6 +25,7 @@ pub enum Status {
 }
 
 /// How the task ended, as reported to `complete`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -36,6 +38,7 @@ pub enum Outcome {
 }
 
 /// What the agent should do after a report.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Action {
@@ -119,6 +122,26 @@ pub struct Decision {
     pub loops_completed: u32,
     /// Why a requested escalation was not granted, when it was not.
     pub escalation_refused: Option<String>,
+}
+
+/// What [`Budget::complete`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// The budget is now completed.
+    Completed,
+    /// It already was, with the same outcome (a retried request): nothing changed.
+    Unchanged,
+}
+
+/// Why a budget could not be completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CompleteError {
+    /// It was completed before with another outcome, which stands.
+    #[error("the budget was completed with another outcome")]
+    OtherOutcome {
+        /// The outcome it was completed with.
+        first: Option<Outcome>,
+    },
 }
 
 /// A report the budget cannot take.
@@ -269,13 +292,24 @@ impl Budget {
         }
     }
 
-    /// Marks the budget completed with `outcome`; completing twice keeps the first outcome.
-    pub fn complete(&mut self, outcome: Outcome, now_ms: u64) {
-        if self.status != Status::Completed {
-            self.status = Status::Completed;
-            self.outcome = Some(outcome);
-            self.updated_at_ms = now_ms;
+    /// Marks the budget completed with `outcome`.
+    ///
+    /// Completing again with the same outcome is a retry: nothing changes
+    /// ([`Completion::Unchanged`]). Another outcome is refused: the first one stands.
+    ///
+    /// # Errors
+    /// [`CompleteError::OtherOutcome`] when the budget was completed with another outcome.
+    pub fn complete(&mut self, outcome: Outcome, now_ms: u64) -> Result<Completion, CompleteError> {
+        if self.status == Status::Completed {
+            return match self.outcome {
+                Some(first) if first == outcome => Ok(Completion::Unchanged),
+                first => Err(CompleteError::OtherOutcome { first }),
+            };
         }
+        self.status = Status::Completed;
+        self.outcome = Some(outcome);
+        self.updated_at_ms = now_ms;
+        Ok(Completion::Completed)
     }
 }
 
@@ -387,9 +421,15 @@ mod tests {
     #[test]
     fn completed_budgets_refuse_reports_and_keep_their_first_outcome() {
         let (mut b, cfg) = budget(Complexity::Standard);
-        b.complete(Outcome::Success, 5);
-        b.complete(Outcome::Failure, 6);
-        assert_eq!(b.outcome, Some(Outcome::Success));
+        assert_eq!(b.complete(Outcome::Success, 5), Ok(Completion::Completed));
+        assert_eq!(b.complete(Outcome::Success, 6), Ok(Completion::Unchanged));
+        assert_eq!(
+            b.complete(Outcome::Failure, 6),
+            Err(CompleteError::OtherOutcome {
+                first: Some(Outcome::Success)
+            })
+        );
+        assert_eq!((b.outcome, b.updated_at_ms), (Some(Outcome::Success), 5));
         assert_eq!(
             b.apply(report(1), &cfg, 7),
             Err(ReportError::Closed(Status::Completed))

@@ -9,5 +9,8 @@ mod replay;
 pub use adaptive::UsageHistory;
 pub use complexity::{Assessment, Complexity, Feature, TaskDescription, assess};
 pub use config::{AdaptiveConfig, BudgetConfig, ConfigError, TierConfig, Trigger, TriggerConfig};
-pub use ledger::{Action, Budget, Decision, Escalation, Outcome, Report, ReportError, Status};
+pub use ledger::{
+    Action, Budget, CompleteError, Completion, Decision, Escalation, Outcome, Report, ReportError,
+    Status,
+};
 pub use replay::{ReplayReport, replay_synthetic_workload};
