@@ -3,12 +3,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use agentrl_core::attribution::{
-    Additive, AttributeError, Attribution, AttributionConfig, Coalition, CoalitionTable,
-    ExactSource, Game, Method, Pairwise, SamplingConfig, TableError, attribute, distribution_stats,
-    exact_for_game, shape_rewards,
+use agentrl_core::{
+    FieldError,
+    attribution::{
+        Additive, AttributeError, Attribution, AttributionConfig, Coalition, CoalitionTable,
+        ExactSource, Game, Method, Pairwise, SamplingConfig, TableError, attribute,
+        distribution_stats, exact_for_game, shape_rewards,
+    },
 };
-use agentrl_http::ApiError;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -120,14 +122,14 @@ fn members_of(agents: &[String], mask: u32) -> String {
     serde_json::to_string(&ids).unwrap_or_default()
 }
 
-fn table_error(agents: &[String], e: TableError) -> ApiError {
+fn table_error(agents: &[String], e: TableError) -> FieldError {
     match e {
         TableError::MissingCoalitions {
             missing,
             total_missing,
         } => {
             let listed: Vec<String> = missing.iter().map(|m| members_of(agents, *m)).collect();
-            ApiError::invalid(
+            FieldError::new(
                 "coalitions",
                 format!(
                     "the table is incomplete: {total_missing} coalitions have no value; the \
@@ -137,23 +139,23 @@ fn table_error(agents: &[String], e: TableError) -> ApiError {
                 ),
             )
         }
-        TableError::RepeatedMember { entry, agent } => ApiError::invalid(
+        TableError::RepeatedMember { entry, agent } => FieldError::new(
             format!("coalitions[{entry}].members"),
             format!("agent {:?} is listed twice", agents[agent]),
         ),
-        TableError::DuplicateCoalition { entry, mask } => ApiError::invalid(
+        TableError::DuplicateCoalition { entry, mask } => FieldError::new(
             format!("coalitions[{entry}]"),
             format!("coalition {} already has a value", members_of(agents, mask)),
         ),
-        other => ApiError::invalid("coalitions", other.to_string()),
+        other => FieldError::new("coalitions", other.to_string()),
     }
 }
 
-fn lookup(index: &HashMap<&str, usize>, field: String, id: &str) -> Result<usize, ApiError> {
+fn lookup(index: &HashMap<&str, usize>, field: String, id: &str) -> Result<usize, FieldError> {
     index
         .get(id)
         .copied()
-        .ok_or_else(|| ApiError::invalid(field, format!("unknown agent id {id:?}")))
+        .ok_or_else(|| FieldError::new(field, format!("unknown agent id {id:?}")))
 }
 
 /// The per-agent values of `map`, every agent required.
@@ -162,12 +164,12 @@ fn per_agent(
     agents: &[String],
     index: &HashMap<&str, usize>,
     map: &BTreeMap<String, f64>,
-) -> Result<Vec<f64>, ApiError> {
+) -> Result<Vec<f64>, FieldError> {
     let mut values = vec![None; agents.len()];
     for (id, v) in map {
         let i = lookup(index, format!("{field}.{id}"), id)?;
         if !v.is_finite() {
-            return Err(ApiError::invalid(format!("{field}.{id}"), "must be finite"));
+            return Err(FieldError::new(format!("{field}.{id}"), "must be finite"));
         }
         values[i] = Some(*v);
     }
@@ -176,7 +178,7 @@ fn per_agent(
         .map(|i| agents[i].as_str())
         .collect();
     if !missing.is_empty() {
-        return Err(ApiError::invalid(
+        return Err(FieldError::new(
             field,
             format!("every agent needs a value; missing: {missing:?}"),
         ));
@@ -189,7 +191,7 @@ pub(crate) fn coalition_members(
     field: &str,
     index: &HashMap<&str, usize>,
     members: &[String],
-) -> Result<Vec<usize>, ApiError> {
+) -> Result<Vec<usize>, FieldError> {
     members
         .iter()
         .enumerate()
@@ -198,15 +200,15 @@ pub(crate) fn coalition_members(
 }
 
 /// Index-based coalition of `members` (ids already checked).
-pub(crate) fn coalition(field: &str, members: &[usize]) -> Result<Coalition, ApiError> {
+pub(crate) fn coalition(field: &str, members: &[usize]) -> Result<Coalition, FieldError> {
     Coalition::from_members(members)
-        .map_err(|e| ApiError::invalid(format!("{field}.members"), e.to_string()))
+        .map_err(|e| FieldError::new(format!("{field}.members"), e.to_string()))
 }
 
 fn parse_game(
     body: &CreateAttributionBody,
     index: &HashMap<&str, usize>,
-) -> Result<GameInput, ApiError> {
+) -> Result<GameInput, FieldError> {
     let agents = &body.agents;
     let n = agents.len();
     let given = [
@@ -215,14 +217,14 @@ fn parse_game(
         body.pairwise.is_some(),
     ];
     if given.iter().filter(|g| **g).count() != 1 {
-        return Err(ApiError::invalid(
+        return Err(FieldError::new(
             "coalitions",
             "give the game as exactly one of coalitions, contributions and pairwise",
         ));
     }
     if let Some(entries) = &body.coalitions {
         if n > 20 {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 "agents",
                 format!(
                     "a coalition table supports at most 20 agents (got {n}); give a pairwise \
@@ -231,7 +233,7 @@ fn parse_game(
             ));
         }
         if entries.len() > MAX_COALITION_ENTRIES {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 "coalitions",
                 format!("at most {MAX_COALITION_ENTRIES} entries"),
             ));
@@ -240,10 +242,7 @@ fn parse_game(
         for (k, e) in entries.iter().enumerate() {
             let field = format!("coalitions[{k}]");
             if !e.value.is_finite() {
-                return Err(ApiError::invalid(
-                    format!("{field}.value"),
-                    "must be finite",
-                ));
+                return Err(FieldError::new(format!("{field}.value"), "must be finite"));
             }
             rows.push((coalition_members(&field, index, &e.members)?, e.value));
         }
@@ -255,7 +254,7 @@ fn parse_game(
         let values = per_agent("contributions", agents, index, map)?;
         return Additive::new(values)
             .map(GameInput::Additive)
-            .map_err(|e| ApiError::invalid("contributions", e.to_string()));
+            .map_err(|e| FieldError::new("contributions", e.to_string()));
     }
     let Some(p) = &body.pairwise else {
         unreachable!("exactly one game field is present");
@@ -268,16 +267,16 @@ fn parse_game(
         let i = lookup(index, format!("{field}[0]"), a)?;
         let j = lookup(index, format!("{field}[1]"), b)?;
         if i == j {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 field,
                 "an agent cannot interact with itself",
             ));
         }
         if !w.is_finite() {
-            return Err(ApiError::invalid(format!("{field}[2]"), "must be finite"));
+            return Err(FieldError::new(format!("{field}[2]"), "must be finite"));
         }
         if !seen.insert((i.min(j), i.max(j))) {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 field,
                 format!("the pair ({a:?}, {b:?}) is given twice"),
             ));
@@ -286,12 +285,12 @@ fn parse_game(
     }
     Pairwise::new(base, pairs)
         .map(GameInput::Pairwise)
-        .map_err(|e| ApiError::invalid("pairwise", e.to_string()))
+        .map_err(|e| FieldError::new("pairwise", e.to_string()))
 }
 
 impl Job {
     /// Checks `body` completely; nothing expensive happens yet.
-    pub(crate) fn from_body(body: CreateAttributionBody) -> Result<Self, ApiError> {
+    pub(crate) fn from_body(body: CreateAttributionBody) -> Result<Self, FieldError> {
         crate::wire::task_id_ok(&body.task_id)?;
         crate::wire::total_reward_ok(body.total_reward)?;
         let strategy = body.strategy.resolve()?;
@@ -303,7 +302,7 @@ impl Job {
         if body.method == MethodBody::MonteCarlo {
             let max = MAX_SAMPLING_WORK / game.permutation_cost().max(1);
             if params.max_permutations > max {
-                return Err(ApiError::invalid(
+                return Err(FieldError::new(
                     "max_permutations",
                     format!("at most {max} for a game of this kind and size"),
                 ));
@@ -327,7 +326,7 @@ impl Job {
     }
 
     /// Runs the estimator and the shaping (CPU-bound: call on a blocking thread).
-    pub(crate) fn run(self, created_at_ms: u64) -> Result<AttributionRecord, ApiError> {
+    pub(crate) fn run(self, created_at_ms: u64) -> Result<AttributionRecord, FieldError> {
         let started = std::time::Instant::now();
         let game = self.game.game();
         let config = AttributionConfig {
@@ -340,8 +339,8 @@ impl Job {
             ..AttributionConfig::default()
         };
         let result = attribute(game, &config).map_err(|e| match e {
-            AttributeError::Exact(e) => ApiError::invalid("method", e.to_string()),
-            e => ApiError::invalid("max_permutations", e.to_string()),
+            AttributeError::Exact(e) => FieldError::new("method", e.to_string()),
+            e => FieldError::new("max_permutations", e.to_string()),
         })?;
         let n = game.n();
         let grand = game.value(&Coalition::full(n)) - game.value(&Coalition::empty());
@@ -406,10 +405,10 @@ pub(crate) fn shape(
     credits: &[f64],
     total_reward: f64,
     strategy: Strategy,
-) -> Result<(Vec<f64>, RewardStats), ApiError> {
+) -> Result<(Vec<f64>, RewardStats), FieldError> {
     let rewards = shape_rewards(credits, total_reward, strategy.shaping())
-        .map_err(|e| ApiError::invalid("strategy", e.to_string()))?;
-    let stats = distribution_stats(&rewards)
-        .map_err(|e| ApiError::invalid("total_reward", e.to_string()))?;
+        .map_err(|e| FieldError::new("strategy", e.to_string()))?;
+    let stats =
+        distribution_stats(&rewards).map_err(|e| FieldError::new("total_reward", e.to_string()))?;
     Ok((rewards, stats.into()))
 }

@@ -22,6 +22,7 @@
 mod compute;
 mod repo;
 mod routes;
+mod sessions;
 mod wire;
 
 use std::sync::Arc;

@@ -16,7 +16,7 @@ use agentrl_store::{
     StoreError,
     keys::partition,
     ports::{Condition, Item, Key, Put, Query, SortRange, Table, Write, encode},
-    retry::{MAX_ATTEMPTS, back_off},
+    retry::optimistic,
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
@@ -157,20 +157,12 @@ impl AttributionRepo {
         t: &TenantId,
         r: &AttributionRecord,
     ) -> Result<(), StoreError> {
-        let mut last = StoreError::Conflict;
-        for attempt in 0..MAX_ATTEMPTS {
+        optimistic(move || async move {
             let previous = self.attribution(t, &r.task_id).await?;
             let writes = Self::attribution_writes(t, r, previous.as_ref())?;
-            match self.table.transact(writes).await {
-                Ok(()) => return Ok(()),
-                Err(e @ (StoreError::ConditionFailed { .. } | StoreError::Conflict)) => {
-                    last = e;
-                    back_off(attempt).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last)
+            self.table.transact(writes).await
+        })
+        .await
     }
 
     /// One page of the history in `[from_ms, to_ms)`, oldest first, and the next cursor.
@@ -213,33 +205,26 @@ impl AttributionRepo {
         t: &TenantId,
         id: &str,
     ) -> Result<Option<(SessionHead, u64, InteractiveShapley)>, StoreError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        optimistic(move || async move {
             let Some((head, version)) = self.read::<SessionHead>(&Self::head_key(t, id)).await?
             else {
                 return Ok(None);
             };
             let mut text = String::new();
-            let mut torn = false;
             for k in 0..head.parts {
                 match self.read::<SessionPart>(&Self::part_key(t, id, k)).await? {
                     Some((part, _)) if part.generation == head.generation => {
                         text.push_str(&part.text);
                     }
-                    _ => {
-                        torn = true; // a concurrent save between our reads: read again
-                        break;
-                    }
+                    // A concurrent save between our reads: read again.
+                    _ => return Err(StoreError::Conflict),
                 }
-            }
-            if torn {
-                back_off(attempt).await;
-                continue;
             }
             let state = serde_json::from_str(&text)
                 .map_err(|e| StoreError::Backend(anyhow::anyhow!("corrupt session {id}: {e}")))?;
-            return Ok(Some((head, version, state)));
-        }
-        Err(StoreError::Conflict)
+            Ok(Some((head, version, state)))
+        })
+        .await
     }
 
     /// Saves a session if its head is still at `version` (`None`: creates it), together with
@@ -338,9 +323,8 @@ impl AttributionRepo {
             Self::contributions_pk(t),
             format!("e#{:020}#{}", entry.timestamp_ms, entry.id),
         );
-        let doc = encode(entry)?;
-        let mut recorded = false;
-        for attempt in 0..MAX_ATTEMPTS {
+        let (key, doc) = (&key, &encode(entry)?);
+        optimistic(move || async move {
             let (count, version) = self.counter(t).await?;
             let writes = vec![
                 put(key.clone(), doc.clone(), Condition::Absent),
@@ -350,69 +334,58 @@ impl AttributionRepo {
                     Condition::at(version),
                 ),
             ];
-            match self.table.transact(writes).await {
-                Ok(()) => {
-                    recorded = true;
-                    break;
-                }
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                    back_off(attempt).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if !recorded {
-            return Err(StoreError::Conflict);
-        }
+            self.table.transact(writes).await
+        })
+        .await?;
         self.trim_contributions(t).await
     }
 
     /// Deletes the oldest entries down to the cap, up to 99 per transaction.
     async fn trim_contributions(&self, t: &TenantId) -> Result<u64, StoreError> {
         let mut evicted = 0;
-        let mut attempt = 0;
         loop {
-            let (count, version) = self.counter(t).await?;
-            if count <= self.contribution_cap {
-                return Ok(evicted);
-            }
-            let excess = (count - self.contribution_cap).min(99) as usize;
-            let page = self
-                .table
-                .query(&Query {
-                    pk: Self::contributions_pk(t),
-                    range: SortRange::BeginsWith("e#".to_owned()),
-                    limit: excess,
-                    cursor: None,
-                    ascending: true,
-                })
-                .await?;
-            let k = page.items.len() as u64;
-            let mut writes: Vec<Write> = page
-                .items
-                .into_iter()
-                .map(|i| Write::Delete {
-                    key: i.key,
-                    condition: Condition::Exists,
-                })
-                .collect();
-            writes.push(put(
-                Self::counter_key(t),
-                encode(&Counter { count: count - k })?,
-                Condition::at(version),
-            ));
-            match self.table.transact(writes).await {
-                Ok(()) if k == 0 => return Ok(evicted), // counter repaired
-                Ok(()) => evicted += k,
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict)
-                    if attempt < MAX_ATTEMPTS =>
-                {
-                    back_off(attempt).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
+            let round = optimistic(move || async move { self.evict_oldest(t).await }).await?;
+            match round {
+                Some(0) | None => return Ok(evicted), // under the cap, or the counter repaired
+                Some(k) => evicted += k,
             }
         }
+    }
+
+    /// One round of [`Self::trim_contributions`]: deletes up to 99 of the oldest entries
+    /// past the cap and lowers the counter; `None` when the tenant is within the cap.
+    async fn evict_oldest(&self, t: &TenantId) -> Result<Option<u64>, StoreError> {
+        let (count, version) = self.counter(t).await?;
+        if count <= self.contribution_cap {
+            return Ok(None);
+        }
+        let excess = (count - self.contribution_cap).min(99) as usize;
+        let page = self
+            .table
+            .query(&Query {
+                pk: Self::contributions_pk(t),
+                range: SortRange::BeginsWith("e#".to_owned()),
+                limit: excess,
+                cursor: None,
+                ascending: true,
+            })
+            .await?;
+        let k = page.items.len() as u64;
+        let mut writes: Vec<Write> = page
+            .items
+            .into_iter()
+            .map(|i| Write::Delete {
+                key: i.key,
+                condition: Condition::Exists,
+            })
+            .collect();
+        writes.push(put(
+            Self::counter_key(t),
+            encode(&Counter { count: count - k })?,
+            Condition::at(version),
+        ));
+        self.table.transact(writes).await?;
+        Ok(Some(k))
     }
 
     /// Every contribution with a timestamp in `[from_ms, to_ms)`, oldest first.

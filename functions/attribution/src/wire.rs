@@ -2,14 +2,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentrl_core::attribution::{DistributionStats, Shaping};
-use agentrl_http::ApiError;
+use agentrl_core::{
+    FieldError,
+    attribution::{DistributionStats, Shaping},
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
     DEFAULT_BATCH_SIZE, DEFAULT_MAX_PERMUTATIONS, DEFAULT_SEED, DEFAULT_TARGET_ERROR,
     MAX_AGENT_ID_CHARS, MAX_AGENTS, MAX_BATCH_SIZE, MAX_PERMUTATIONS, MAX_TASK_ID_CHARS,
+    sessions::{Measured, NewSession},
 };
 
 /// Task ids that would collide with a literal route under `/v1/attributions/`.
@@ -92,7 +95,7 @@ impl Default for StrategyBody {
 
 impl StrategyBody {
     /// The strategy with defaults filled in and parameters checked.
-    pub(crate) fn resolve(self) -> Result<Strategy, ApiError> {
+    pub(crate) fn resolve(self) -> Result<Strategy, FieldError> {
         let s = match self {
             Self::Name(StrategyName::Linear) => Strategy::Linear {},
             Self::Name(StrategyName::Exponential) => Strategy::Exponential { temperature: 1.0 },
@@ -102,7 +105,7 @@ impl StrategyBody {
             },
             Self::Params(s) => s,
         };
-        let bad = |f: &str, d: &str| Err(ApiError::invalid(format!("strategy.{f}"), d));
+        let bad = |f: &str, d: &str| Err(FieldError::new(format!("strategy.{f}"), d));
         match s {
             Strategy::Exponential { temperature: t } if !(t.is_finite() && t > 0.0) => {
                 bad("temperature", "must be finite and > 0")
@@ -180,14 +183,14 @@ fn sampling_params(
     target_error: Option<f64>,
     max_permutations: Option<u64>,
     min: u64,
-) -> Result<SamplingParams, ApiError> {
+) -> Result<SamplingParams, FieldError> {
     let target_error = target_error.unwrap_or(DEFAULT_TARGET_ERROR);
     if !(target_error.is_finite() && target_error >= 0.0) {
-        return Err(ApiError::invalid("target_error", "must be finite and ≥ 0"));
+        return Err(FieldError::new("target_error", "must be finite and ≥ 0"));
     }
     let max_permutations = max_permutations.unwrap_or(DEFAULT_MAX_PERMUTATIONS);
     if !(min..=MAX_PERMUTATIONS).contains(&max_permutations) {
-        return Err(ApiError::invalid(
+        return Err(FieldError::new(
             "max_permutations",
             format!("must be between {min} and {MAX_PERMUTATIONS}"),
         ));
@@ -234,22 +237,22 @@ pub(crate) struct CreateAttributionBody {
 }
 
 impl CreateAttributionBody {
-    pub(crate) fn sampling(&self) -> Result<SamplingParams, ApiError> {
+    pub(crate) fn sampling(&self) -> Result<SamplingParams, FieldError> {
         let min = if self.antithetic { 4 } else { 2 };
         sampling_params(self.seed, self.target_error, self.max_permutations, min)
     }
 }
 
 /// Checks a task id.
-pub(crate) fn task_id_ok(v: &str) -> Result<(), ApiError> {
+pub(crate) fn task_id_ok(v: &str) -> Result<(), FieldError> {
     if v.is_empty() || v.chars().count() > MAX_TASK_ID_CHARS {
-        return Err(ApiError::invalid(
+        return Err(FieldError::new(
             "task_id",
             format!("must be 1 to {MAX_TASK_ID_CHARS} characters"),
         ));
     }
     if RESERVED_TASK_IDS.contains(&v) {
-        return Err(ApiError::invalid(
+        return Err(FieldError::new(
             "task_id",
             format!("{v:?} is reserved (it names a route under /v1/attributions/)"),
         ));
@@ -258,9 +261,9 @@ pub(crate) fn task_id_ok(v: &str) -> Result<(), ApiError> {
 }
 
 /// Checks the agent list; returns the index of each id.
-pub(crate) fn agent_index(agents: &[String]) -> Result<HashMap<&str, usize>, ApiError> {
+pub(crate) fn agent_index(agents: &[String]) -> Result<HashMap<&str, usize>, FieldError> {
     if agents.is_empty() || agents.len() > MAX_AGENTS {
-        return Err(ApiError::invalid(
+        return Err(FieldError::new(
             "agents",
             format!("must list 1 to {MAX_AGENTS} agents"),
         ));
@@ -268,13 +271,13 @@ pub(crate) fn agent_index(agents: &[String]) -> Result<HashMap<&str, usize>, Api
     let mut index = HashMap::with_capacity(agents.len());
     for (i, id) in agents.iter().enumerate() {
         if id.is_empty() || id.chars().count() > MAX_AGENT_ID_CHARS {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 format!("agents[{i}]"),
                 format!("agent ids must be 1 to {MAX_AGENT_ID_CHARS} characters"),
             ));
         }
         if let Some(first) = index.insert(id.as_str(), i) {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 format!("agents[{i}]"),
                 format!("duplicate agent id {id:?} (also agents[{first}])"),
             ));
@@ -284,9 +287,9 @@ pub(crate) fn agent_index(agents: &[String]) -> Result<HashMap<&str, usize>, Api
 }
 
 /// Checks the reward pool.
-pub(crate) fn total_reward_ok(v: f64) -> Result<(), ApiError> {
+pub(crate) fn total_reward_ok(v: f64) -> Result<(), FieldError> {
     if !(v.is_finite() && v >= 0.0) {
-        return Err(ApiError::invalid("total_reward", "must be finite and ≥ 0"));
+        return Err(FieldError::new("total_reward", "must be finite and ≥ 0"));
     }
     Ok(())
 }
@@ -378,11 +381,11 @@ pub(crate) struct CreateSessionBody {
 }
 
 impl CreateSessionBody {
-    pub(crate) fn sampling(&self) -> Result<(SamplingParams, usize), ApiError> {
+    pub(crate) fn sampling(&self) -> Result<(SamplingParams, usize), FieldError> {
         let params = sampling_params(self.seed, self.target_error, self.max_permutations, 2)?;
         let batch = self.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
         if !(1..=MAX_BATCH_SIZE).contains(&batch) {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 "batch_size",
                 format!("must be between 1 and {MAX_BATCH_SIZE}"),
             ));
@@ -456,15 +459,15 @@ pub(crate) struct ContributionBody {
 }
 
 impl ContributionBody {
-    pub(crate) fn validate(&self) -> Result<(), ApiError> {
+    pub(crate) fn validate(&self) -> Result<(), FieldError> {
         if self.agent_id.is_empty() || self.agent_id.chars().count() > MAX_AGENT_ID_CHARS {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 "agent_id",
                 format!("must be 1 to {MAX_AGENT_ID_CHARS} characters"),
             ));
         }
         if self.task_id.is_empty() || self.task_id.chars().count() > MAX_TASK_ID_CHARS {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 "task_id",
                 format!("must be 1 to {MAX_TASK_ID_CHARS} characters"),
             ));
@@ -474,16 +477,16 @@ impl ContributionBody {
             ("quality_after", self.quality_after),
         ] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(ApiError::invalid(field, "must be between 0 and 1"));
+                return Err(FieldError::new(field, "must be between 0 and 1"));
             }
         }
         if !(self.effort_ratio.is_finite() && self.effort_ratio > 0.0) {
-            return Err(ApiError::invalid("effort_ratio", "must be finite and > 0"));
+            return Err(FieldError::new("effort_ratio", "must be finite and > 0"));
         }
         if let Some(m) = self.impact_multiplier
             && !(m.is_finite() && m >= 0.0)
         {
-            return Err(ApiError::invalid(
+            return Err(FieldError::new(
                 "impact_multiplier",
                 "must be finite and ≥ 0",
             ));
@@ -560,6 +563,38 @@ pub(crate) struct StatsView {
     pub strategies: Vec<StrategyStatsView>,
 }
 
+/// Ids, the reward, the strategy and the sampling settings are checked here.
+impl TryFrom<CreateSessionBody> for NewSession {
+    type Error = FieldError;
+
+    fn try_from(body: CreateSessionBody) -> Result<Self, FieldError> {
+        task_id_ok(&body.task_id)?;
+        total_reward_ok(body.total_reward)?;
+        agent_index(&body.agents)?;
+        let (sampling, batch_size) = body.sampling()?;
+        Ok(Self {
+            strategy: body.strategy.resolve()?,
+            task_id: body.task_id,
+            agents: body.agents,
+            total_reward: body.total_reward,
+            sampling,
+            batch_size,
+        })
+    }
+}
+
+impl From<SessionValuesBody> for Vec<Measured> {
+    fn from(body: SessionValuesBody) -> Self {
+        body.values
+            .into_iter()
+            .map(|v| Measured {
+                members: v.members,
+                value: v.value,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,7 +619,7 @@ mod tests {
             }
         );
         let e = parse(r#"{"kind":"exponential","temperature":0}"#).unwrap_err();
-        assert_eq!(e.problem().field.as_deref(), Some("strategy.temperature"));
+        assert_eq!(e.field, "strategy.temperature");
         assert!(serde_json::from_str::<StrategyBody>(r#""cubic""#).is_err());
         assert!(serde_json::from_str::<StrategyBody>(r#"{"kind":"linear","x":1}"#).is_err());
         let out = serde_json::to_value(Strategy::Sigmoid {
@@ -599,8 +634,8 @@ mod tests {
     fn agent_lists_are_checked() {
         let ids = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert_eq!(agent_index(&ids(&["a", "b"])).unwrap()["b"], 1);
-        let e = agent_index(&ids(&["a", "b", "a"])).unwrap_err().problem();
-        assert_eq!(e.field.as_deref(), Some("agents[2]"));
+        let e = agent_index(&ids(&["a", "b", "a"])).unwrap_err();
+        assert_eq!(e.field, "agents[2]");
         assert!(agent_index(&[]).is_err());
         assert!(agent_index(&ids(&[""])).is_err());
         assert!(task_id_ok("stats").is_err() && task_id_ok("t-1").is_ok());

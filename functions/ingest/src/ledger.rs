@@ -14,7 +14,7 @@ use agentrl_store::{
     StoreError,
     keys::partition,
     ports::{Condition, Item, Key, Put, Table, Write, encode},
-    retry::{MAX_ATTEMPTS, back_off},
+    retry::optimistic,
 };
 use serde::{Deserialize, Serialize};
 
@@ -57,7 +57,9 @@ pub(crate) async fn release(
             .then(|| dp.noisy(reward, seed))
             .flatten()
     };
-    for attempt in 0..MAX_ATTEMPTS {
+    // Another delivery of this trajectory, or another trajectory of the tenant, that got
+    // there first makes the write fail: read again.
+    optimistic(move || async move {
         if let Some(item) = table.get(&charge_key(t, trajectory_id)).await? {
             return Ok(noisy(Item::decode::<Charge>(item)?.0));
         }
@@ -89,15 +91,8 @@ pub(crate) async fn release(
                 condition: Condition::at(version),
             }),
         ];
-        match table.transact(writes).await {
-            Ok(()) => return Ok(noisy(charge)),
-            // Another delivery of this trajectory, or another trajectory of the tenant, got
-            // there first: read again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                back_off(attempt).await
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Err(StoreError::Conflict)
+        table.transact(writes).await?;
+        Ok(noisy(charge))
+    })
+    .await
 }

@@ -18,7 +18,7 @@ use agentrl_core::{
 use agentrl_store::{
     StoreError,
     ports::{Condition, Key, Put, Write, encode},
-    retry::{MAX_ATTEMPTS, back_off, now_ms},
+    retry::{now_ms, optimistic},
 };
 
 use crate::repo::{
@@ -92,33 +92,32 @@ impl LearningRepo {
         events
             .sort_by(|a, b| (a.occurred_at_ms, &a.event_id).cmp(&(b.occurred_at_ms, &b.event_id)));
         let mut done = Applied::default();
-        for mut chunk in chunks(events) {
-            let mut attempt = 0;
-            loop {
-                let state = self.read_chunk(t, agent, &chunk).await?;
+        for chunk in chunks(events) {
+            let chunk = &chunk;
+            // A concurrent writer (or delivery) that got there first makes the write fail:
+            // read again.
+            let round = optimistic::<_, StoreError, _>(move || async move {
+                let state = self.read_chunk(t, agent, chunk).await?;
                 // Events whose marker exists were applied by an earlier delivery.
-                let before = chunk.len();
-                chunk.retain(|e| !state.applied.contains(&e.event_id));
-                done.duplicates += before - chunk.len();
-                if chunk.is_empty() {
-                    break;
+                let fresh: Vec<Event> = chunk
+                    .iter()
+                    .filter(|e| !state.applied.contains(&e.event_id))
+                    .cloned()
+                    .collect();
+                let duplicates = chunk.len() - fresh.len();
+                if fresh.is_empty() {
+                    return Ok((duplicates, 0, None));
                 }
-                let (writes, due) = build(t, agent, &chunk, state, config)?;
-                match self.table.transact(writes).await {
-                    Ok(()) => {
-                        done.applied += chunk.len();
-                        done.update_due = due;
-                        break;
-                    }
-                    // A concurrent writer (or delivery) got there first: read again.
-                    Err(StoreError::ConditionFailed { .. } | StoreError::Conflict)
-                        if attempt + 1 < MAX_ATTEMPTS =>
-                    {
-                        back_off(attempt).await;
-                        attempt += 1;
-                    }
-                    Err(e) => return Err(e),
-                }
+                let (writes, due) = build(t, agent, &fresh, state, config)?;
+                self.table.transact(writes).await?;
+                Ok((duplicates, fresh.len(), Some(due)))
+            })
+            .await?;
+            let (duplicates, applied, due) = round;
+            done.duplicates += duplicates;
+            done.applied += applied;
+            if let Some(due) = due {
+                done.update_due = due;
             }
         }
         Ok(done)

@@ -16,7 +16,7 @@ use agentrl_core::{
 use agentrl_store::{
     StoreError,
     ports::Queue,
-    retry::{MAX_ATTEMPTS, back_off, now_ms},
+    retry::{now_ms, optimistic},
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -179,23 +179,19 @@ impl Policy {
         agent: &str,
     ) -> Result<Option<UpdateReport>, StoreError> {
         let config = self.repo.config(t).await?;
-        let mut attempt = 0;
-        let (report, outbox) = loop {
+        let config = &config;
+        let planned = optimistic::<_, StoreError, _>(move || async move {
             let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
             let (mut doc, Some(version)) = self.repo.agent(t, agent).await? else {
                 return Ok(None);
             };
-            let report = plan_into(t, agent, &mut doc, &config, now)?;
-            match self.repo.save_agent(t, agent, &doc, version).await {
-                Ok(()) => break (report, doc.outbox),
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict)
-                    if attempt + 1 < MAX_ATTEMPTS =>
-                {
-                    back_off(attempt).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
+            let report = plan_into(t, agent, &mut doc, config, now)?;
+            self.repo.save_agent(t, agent, &doc, version).await?;
+            Ok(Some((report, doc.outbox)))
+        })
+        .await?;
+        let Some((report, outbox)) = planned else {
+            return Ok(None);
         };
         self.publish(t, agent, &outbox).await?;
         Ok(Some(report))
@@ -217,22 +213,19 @@ impl Policy {
             .map(|e| serde_json::to_string(e).map_err(|e| StoreError::Backend(e.into())))
             .collect::<Result<Vec<_>, _>>()?;
         self.events.send_batch(&bodies).await?;
-        let sent: Vec<&str> = outbox.iter().map(|e| e.event_id.as_str()).collect();
-        for attempt in 0..MAX_ATTEMPTS {
+        let sent = &outbox
+            .iter()
+            .map(|e| e.event_id.as_str())
+            .collect::<Vec<_>>();
+        optimistic(move || async move {
             let (mut doc, Some(version)) = self.repo.agent(t, agent).await? else {
                 return Ok(());
             };
             doc.outbox.retain(|e| !sent.contains(&e.event_id.as_str()));
             doc.pending = still_pending(&doc);
-            match self.repo.save_agent(t, agent, &doc, version).await {
-                Ok(()) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                    back_off(attempt).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(StoreError::Conflict)
+            self.repo.save_agent(t, agent, &doc, version).await
+        })
+        .await
     }
 
     /// The scheduled run: updates every agent on the pending list.

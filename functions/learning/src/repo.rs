@@ -21,7 +21,7 @@ use agentrl_store::{
     StoreError,
     keys::partition,
     ports::{Condition, Item, Key, Put, Query, SortRange, Table, Write, encode},
-    retry::{MAX_ATTEMPTS, back_off},
+    retry::optimistic,
     tenant_config::TenantConfig,
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -238,7 +238,8 @@ impl LearningRepo {
         create: bool,
         change: impl Fn(&mut AgentDoc),
     ) -> Result<Option<AgentDoc>, StoreError> {
-        for attempt in 0..MAX_ATTEMPTS {
+        let change = &change;
+        optimistic(move || async move {
             let (mut doc, version) = self.agent(t, agent).await?;
             if version.is_none() && !create {
                 return Ok(None);
@@ -250,15 +251,10 @@ impl LearningRepo {
                 expires_at: None,
                 condition: Condition::at(version),
             };
-            match self.table.put(put).await {
-                Ok(_) => return Ok(Some(doc)),
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                    back_off(attempt).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(StoreError::Conflict)
+            self.table.put(put).await?;
+            Ok(Some(doc))
+        })
+        .await
     }
 
     /// What is known about a reply.

@@ -9,10 +9,12 @@ pub mod attribution;
 pub mod budget;
 pub mod calendar;
 pub mod dataset;
+mod field_error;
 pub mod learning;
 pub mod privacy;
 pub mod tenant;
 pub mod trajectory;
 pub mod verify;
 
+pub use field_error::FieldError;
 pub use tenant::{TenantId, TenantIdError};

@@ -1,5 +1,6 @@
 //! RFC 9457 problem details: every error response of the API.
 
+use agentrl_core::FieldError;
 use agentrl_store::StoreError;
 use axum::{
     Json,
@@ -113,6 +114,13 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         response
+    }
+}
+
+/// 400 naming the field: input that breaks a rule of the domain.
+impl From<FieldError> for ApiError {
+    fn from(err: FieldError) -> Self {
+        Self::invalid(err.field, err.reason)
     }
 }
 

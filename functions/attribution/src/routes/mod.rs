@@ -10,4 +10,4 @@ pub(crate) mod session_values;
 pub(crate) mod stats;
 
 pub(crate) use agentrl_http::query::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit, window};
-pub(crate) use agentrl_store::retry::{MAX_ATTEMPTS, back_off, now_ms};
+pub(crate) use agentrl_store::retry::now_ms;

@@ -1,7 +1,7 @@
 //! `POST /v1/attributions/sessions` and `GET /v1/attributions/sessions/{id}`: interactive
 //! Shapley sampling for teams whose coalition values are measured by the caller.
 
-use agentrl_core::attribution::{Coalition, InteractiveConfig, InteractiveShapley, SessionStatus};
+use agentrl_core::attribution::{Coalition, SessionStatus};
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
 use axum::{
     Json,
@@ -9,15 +9,22 @@ use axum::{
     http::{StatusCode, header},
 };
 
-use super::now_ms;
 use crate::{
-    AttributionState, MIN_PERMUTATIONS,
-    repo::SessionHead,
-    wire::{
-        CreateSessionBody, ProgressView, ProposalView, SessionView, agent_index, task_id_ok,
-        total_reward_ok,
-    },
+    AttributionState,
+    sessions::{self, Session, SessionError},
+    wire::{CreateSessionBody, ProgressView, ProposalView, SessionView},
 };
+
+impl From<SessionError> for ApiError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::NotFound => ApiError::not_found("session"),
+            SessionError::Invalid(e) => e.into(),
+            SessionError::Contended => ApiError::conflict(format!("{e}; retry")),
+            SessionError::Store(e) => e.into(),
+        }
+    }
+}
 
 /// 201 with a `Location` header and the session.
 type Created = (
@@ -31,12 +38,13 @@ pub(crate) fn ids(agents: &[String], c: &Coalition) -> Vec<String> {
     c.members().map(|i| agents[i].clone()).collect()
 }
 
-/// The view of a session, proposing `proposals`.
-pub(crate) fn view(
-    head: &SessionHead,
-    state: &InteractiveShapley,
-    proposals: &[Coalition],
-) -> SessionView {
+/// The view of a session and its proposals.
+pub(crate) fn view(session: &Session) -> SessionView {
+    let Session {
+        head,
+        state,
+        proposals,
+    } = session;
     let p = state.progress();
     let map = |v: &[f64]| head.agents.iter().cloned().zip(v.iter().copied()).collect();
     SessionView {
@@ -77,44 +85,12 @@ pub(crate) async fn create_session(
     Tenant(tenant): Tenant,
     ValidJson(body): ValidJson<CreateSessionBody>,
 ) -> Result<Created, ApiError> {
-    task_id_ok(&body.task_id)?;
-    total_reward_ok(body.total_reward)?;
-    let strategy = body.strategy.resolve()?;
-    let n = agent_index(&body.agents)?.len();
-    let (params, batch_size) = body.sampling()?;
-    let config = InteractiveConfig {
-        seed: params.seed,
-        target_error: params.target_error,
-        min_permutations: MIN_PERMUTATIONS.min(params.max_permutations),
-        max_permutations: params.max_permutations,
-        batch_size,
-    };
-    let mut session = InteractiveShapley::new(n, config)
-        .map_err(|e| ApiError::invalid("agents", e.to_string()))?;
-    session.propose();
-    let now = now_ms();
-    let head = SessionHead {
-        session_id: uuid::Uuid::now_v7().to_string(),
-        task_id: body.task_id,
-        agents: body.agents,
-        total_reward: body.total_reward,
-        strategy,
-        created_at_ms: now,
-        updated_at_ms: now,
-        v_empty: None,
-        v_full: None,
-        generation: 0,
-        parts: 0,
-    };
-    state
-        .repo
-        .save_session(&tenant, &head, None, &session, Vec::new())
-        .await?;
-    let location = format!("/v1/attributions/sessions/{}", head.session_id);
+    let session = sessions::start(&state.repo, &tenant, body.try_into()?).await?;
+    let location = format!("/v1/attributions/sessions/{}", session.head.session_id);
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(view(&head, &session, &session.outstanding())),
+        Json(view(&session)),
     ))
 }
 
@@ -130,10 +106,6 @@ pub(crate) async fn read_session(
     Tenant(tenant): Tenant,
     Path(id): Path<String>,
 ) -> Result<Json<SessionView>, ApiError> {
-    let (head, _, session) = state
-        .repo
-        .session(&tenant, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("session"))?;
-    Ok(Json(view(&head, &session, &session.outstanding())))
+    let session = sessions::read(&state.repo, &tenant, &id).await?;
+    Ok(Json(view(&session)))
 }

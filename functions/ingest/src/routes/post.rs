@@ -37,9 +37,7 @@ pub(crate) async fn post(
     Tenant(tenant): Tenant,
     ValidJson(trajectory): ValidJson<Trajectory>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    trajectory
-        .validate()
-        .map_err(|e| ApiError::invalid(e.field, e.reason))?;
+    trajectory.validate()?;
     let trajectory_id = trajectory.trajectory_id.clone();
     let envelope = Envelope {
         tenant: tenant.as_str().to_owned(),

@@ -31,9 +31,7 @@ pub(crate) async fn put_config(
     Tenant(tenant): Tenant,
     ValidJson(config): ValidJson<VerifyConfig>,
 ) -> Result<Json<VerifyConfig>, ApiError> {
-    config
-        .validate()
-        .map_err(|e| ApiError::invalid(e.field, e.reason))?;
+    config.validate()?;
     state.repo.put_config(&tenant, &config).await?;
     Ok(Json(config))
 }

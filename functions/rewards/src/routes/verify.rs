@@ -19,7 +19,7 @@ impl From<VerifyError> for ApiError {
     fn from(e: VerifyError) -> Self {
         match e {
             VerifyError::NotFound => ApiError::not_found("execution"),
-            VerifyError::Invalid(e) => ApiError::invalid(e.field, e.reason),
+            VerifyError::Invalid(e) => e.into(),
             VerifyError::Full => ApiError::conflict(e.to_string()),
             VerifyError::Contended => ApiError::conflict(format!("{e}; retry")),
             VerifyError::Verifier(e) => ApiError::internal(&e),

@@ -146,23 +146,13 @@ impl Default for AdaptiveConfig {
 }
 
 /// A configuration value out of range; `field` is the dotted path of the culprit.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct ConfigError {
-    /// Dotted path of the field, e.g. `trivial.base_tokens`.
-    pub field: String,
-    /// Why it is refused.
-    pub reason: String,
-}
+pub type ConfigError = crate::FieldError;
 
 fn check(ok: bool, field: &str, reason: impl Into<String>) -> Result<(), ConfigError> {
     if ok {
         Ok(())
     } else {
-        Err(ConfigError {
-            field: field.to_owned(),
-            reason: reason.into(),
-        })
+        Err(ConfigError::new(field, reason))
     }
 }
 

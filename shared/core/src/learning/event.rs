@@ -119,29 +119,7 @@ pub struct Action {
 }
 
 /// Why an event (or a learning configuration) is invalid: the offending field and the rule.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct EventError {
-    /// The field, as a dotted path for nested configuration (`policy.learning_rate`).
-    pub field: String,
-    /// The rule it breaks.
-    pub reason: String,
-}
-
-impl EventError {
-    /// An error about `field`.
-    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The same error with `prefix.` prepended to its field path.
-    pub(crate) fn within(self, prefix: &str) -> Self {
-        Self::new(format!("{prefix}.{}", self.field), self.reason)
-    }
-}
+pub type EventError = crate::FieldError;
 
 impl EventBody {
     /// The wire name of this kind of event.

@@ -53,14 +53,7 @@ fn default_sensitivity() -> f64 {
 }
 
 /// A DP setting out of range; `field` names it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct DpConfigError {
-    /// The field, e.g. `epsilon`.
-    pub field: String,
-    /// Why it is refused.
-    pub reason: String,
-}
+pub type DpConfigError = crate::FieldError;
 
 impl DpConfig {
     /// Δ for rewards in [−1, 1].
@@ -77,17 +70,17 @@ impl DpConfig {
             ("budget", self.budget),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(DpConfigError {
-                    field: field.to_owned(),
-                    reason: "must be finite and greater than 0".to_owned(),
-                });
+                return Err(DpConfigError::new(
+                    field,
+                    "must be finite and greater than 0",
+                ));
             }
         }
         if self.budget < self.epsilon {
-            return Err(DpConfigError {
-                field: "budget".to_owned(),
-                reason: "must be at least epsilon, or nothing can ever be released".to_owned(),
-            });
+            return Err(DpConfigError::new(
+                "budget",
+                "must be at least epsilon, or nothing can ever be released",
+            ));
         }
         Ok(())
     }

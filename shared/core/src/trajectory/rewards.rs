@@ -78,14 +78,7 @@ impl Default for TurnRewardWeights {
 }
 
 /// A weight out of range; `field` names it (`weights` when only the sum is wrong).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct WeightsError {
-    /// The weight, or `weights` for the sum.
-    pub field: String,
-    /// Why it is refused.
-    pub reason: String,
-}
+pub type WeightsError = crate::FieldError;
 
 impl TurnRewardWeights {
     /// Each weight must lie in [0, 1] and together they must sum to 1 (± 1e-6), so the total
@@ -100,18 +93,15 @@ impl TurnRewardWeights {
             ("progress", self.progress),
         ] {
             if !(0.0..=1.0).contains(&w) {
-                return Err(WeightsError {
-                    field: field.to_owned(),
-                    reason: "must be between 0 and 1".to_owned(),
-                });
+                return Err(WeightsError::new(field, "must be between 0 and 1"));
             }
         }
         let sum = self.information_gain + self.format + self.progress;
         if (sum - 1.0).abs() > 1e-6 {
-            return Err(WeightsError {
-                field: "weights".to_owned(),
-                reason: format!("must sum to 1, not {sum}"),
-            });
+            return Err(WeightsError::new(
+                "weights",
+                format!("must sum to 1, not {sum}"),
+            ));
         }
         Ok(())
     }

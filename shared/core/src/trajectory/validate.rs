@@ -37,20 +37,10 @@ impl Limits {
 }
 
 /// Why a trajectory is refused; `field` is the path of the culprit.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct TrajectoryError {
-    /// Path of the field, e.g. `turns[3].behavior_logprobs[7]`.
-    pub field: String,
-    /// Why it is refused.
-    pub reason: String,
-}
+pub type TrajectoryError = crate::FieldError;
 
 fn err(field: impl Into<String>, reason: impl Into<String>) -> TrajectoryError {
-    TrajectoryError {
-        field: field.into(),
-        reason: reason.into(),
-    }
+    TrajectoryError::new(field, reason)
 }
 
 fn ensure(ok: bool, field: impl Into<String>, reason: &str) -> Result<(), TrajectoryError> {

@@ -234,24 +234,7 @@ pub struct Context<'a> {
 
 /// A malformed request: the caller's mistake, reported against a field (e.g. `rating`,
 /// `metrics.revenue`, `junit_xml`), never turned into an [`Outcome`].
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct InvalidInput {
-    /// The offending field, dotted for nested ones.
-    pub field: String,
-    /// What is wrong with it.
-    pub reason: String,
-}
-
-impl InvalidInput {
-    /// An error about `field`.
-    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-}
+pub type InvalidInput = crate::FieldError;
 
 /// Rejects NaN and infinities.
 fn finite(field: &str, x: f64) -> Result<f64, InvalidInput> {
