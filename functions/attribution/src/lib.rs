@@ -19,6 +19,7 @@
 //! `service()` returns the routes and their OpenAPI document; `main.rs` runs them in Lambda
 //! and `agentrl serve` can run them locally.
 
+mod attributions;
 mod compute;
 mod repo;
 mod routes;

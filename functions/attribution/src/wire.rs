@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use crate::{
     DEFAULT_BATCH_SIZE, DEFAULT_MAX_PERMUTATIONS, DEFAULT_SEED, DEFAULT_TARGET_ERROR,
     MAX_AGENT_ID_CHARS, MAX_AGENTS, MAX_BATCH_SIZE, MAX_PERMUTATIONS, MAX_TASK_ID_CHARS,
+    attributions::NewContribution,
     sessions::{Measured, NewSession},
 };
 
@@ -458,32 +459,35 @@ pub(crate) struct ContributionBody {
     pub timestamp_ms: Option<u64>,
 }
 
-impl ContributionBody {
-    pub(crate) fn validate(&self) -> Result<(), FieldError> {
-        if self.agent_id.is_empty() || self.agent_id.chars().count() > MAX_AGENT_ID_CHARS {
+/// Ids, qualities, effort and impact are checked here; the score is the domain's.
+impl TryFrom<ContributionBody> for NewContribution {
+    type Error = FieldError;
+
+    fn try_from(body: ContributionBody) -> Result<Self, FieldError> {
+        if body.agent_id.is_empty() || body.agent_id.chars().count() > MAX_AGENT_ID_CHARS {
             return Err(FieldError::new(
                 "agent_id",
                 format!("must be 1 to {MAX_AGENT_ID_CHARS} characters"),
             ));
         }
-        if self.task_id.is_empty() || self.task_id.chars().count() > MAX_TASK_ID_CHARS {
+        if body.task_id.is_empty() || body.task_id.chars().count() > MAX_TASK_ID_CHARS {
             return Err(FieldError::new(
                 "task_id",
                 format!("must be 1 to {MAX_TASK_ID_CHARS} characters"),
             ));
         }
         for (field, v) in [
-            ("quality_before", self.quality_before),
-            ("quality_after", self.quality_after),
+            ("quality_before", body.quality_before),
+            ("quality_after", body.quality_after),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(FieldError::new(field, "must be between 0 and 1"));
             }
         }
-        if !(self.effort_ratio.is_finite() && self.effort_ratio > 0.0) {
+        if !(body.effort_ratio.is_finite() && body.effort_ratio > 0.0) {
             return Err(FieldError::new("effort_ratio", "must be finite and > 0"));
         }
-        if let Some(m) = self.impact_multiplier
+        if let Some(m) = body.impact_multiplier
             && !(m.is_finite() && m >= 0.0)
         {
             return Err(FieldError::new(
@@ -491,7 +495,15 @@ impl ContributionBody {
                 "must be finite and ≥ 0",
             ));
         }
-        Ok(())
+        Ok(Self {
+            agent_id: body.agent_id,
+            task_id: body.task_id,
+            quality_before: body.quality_before,
+            quality_after: body.quality_after,
+            effort_ratio: body.effort_ratio,
+            impact_multiplier: body.impact_multiplier.unwrap_or(1.0),
+            timestamp_ms: body.timestamp_ms,
+        })
     }
 }
 

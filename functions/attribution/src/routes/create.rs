@@ -7,9 +7,9 @@ use axum::{
     http::{StatusCode, header},
 };
 
-use super::{encode_component, now_ms};
+use super::encode_component;
 use crate::{
-    AttributionState,
+    AttributionState, attributions,
     compute::Job,
     wire::{AttributionView, CreateAttributionBody},
 };
@@ -42,11 +42,7 @@ pub(crate) async fn create(
     ValidJson(body): ValidJson<CreateAttributionBody>,
 ) -> Result<Created, ApiError> {
     let job = Job::from_body(body)?;
-    let created_at_ms = now_ms();
-    let record = tokio::task::spawn_blocking(move || job.run(created_at_ms))
-        .await
-        .map_err(|e| ApiError::internal(&e))??;
-    state.repo.put_attribution(&tenant, &record).await?;
+    let record = attributions::compute(&state.repo, &tenant, job).await?;
     let location = format!("/v1/attributions/{}", encode_component(&record.task_id));
     Ok((
         StatusCode::CREATED,

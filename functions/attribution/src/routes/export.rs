@@ -1,7 +1,6 @@
 //! `GET /v1/attributions`: the tenant's attributions as NDJSON, oldest first, paginated.
 
 use agentrl_http::{ApiError, Problem, Tenant, query::link_next};
-use agentrl_store::StoreError;
 use axum::{
     extract::{Query, State},
     http::{StatusCode, header},
@@ -10,7 +9,7 @@ use axum::{
 use serde::Deserialize;
 
 use super::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit, window};
-use crate::AttributionState;
+use crate::{AttributionState, attributions};
 
 /// Query string of the export.
 #[derive(Debug, Deserialize)]
@@ -43,14 +42,14 @@ pub(crate) async fn export(
 ) -> Result<Response, ApiError> {
     let (from, to) = window(params.from.as_deref(), params.to.as_deref(), 0)?;
     let limit = limit(params.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
-    let (records, next) = state
-        .repo
-        .history(&tenant, (from, to), limit, params.cursor.clone())
-        .await
-        .map_err(|e| match e {
-            StoreError::Invalid(reason) => ApiError::invalid("cursor", reason),
-            e => e.into(),
-        })?;
+    let (records, next) = attributions::history(
+        &state.repo,
+        &tenant,
+        (from, to),
+        limit,
+        params.cursor.clone(),
+    )
+    .await?;
     let mut body = String::new();
     for r in &records {
         let line = serde_json::to_string(&r.view()).map_err(|e| ApiError::internal(&e))?;

@@ -1,8 +1,6 @@
 //! `GET /v1/agents/ranking`: agents ranked by their contribution scores over a window.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use agentrl_core::attribution::{Contribution, ContributionTracker, RankBy, Window};
+use agentrl_core::attribution::RankBy;
 use agentrl_http::{ApiError, Problem, Tenant};
 use axum::{
     Json,
@@ -11,7 +9,7 @@ use axum::{
 use serde::Deserialize;
 
 use super::{DEFAULT_LIMIT, MAX_LIMIT, limit, now_ms, window};
-use crate::{AttributionState, wire::RankView};
+use crate::{AttributionState, attributions, wire::RankView};
 
 /// Default window: the last 30 days.
 const DEFAULT_WINDOW_MS: u64 = 30 * 24 * 3600 * 1000;
@@ -57,34 +55,13 @@ pub(crate) async fn ranking(
         Some(_) => return Err(ApiError::invalid("by", "must be sum or mean")),
     };
     let limit = limit(params.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
-    let entries = state.repo.contributions(&tenant, (from, to)).await?;
-    // Agents are numbered in id order, so the domain's tie-break by index is by id.
-    let ids: BTreeSet<&str> = entries.iter().map(|e| e.agent_id.as_str()).collect();
-    let names: Vec<&str> = ids.into_iter().collect();
-    let index: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-    let mut tracker =
-        ContributionTracker::new(entries.len().max(1)).map_err(|e| ApiError::internal(&e))?;
-    for e in &entries {
-        tracker
-            .record(Contribution {
-                agent: index[e.agent_id.as_str()],
-                timestamp_ms: e.timestamp_ms,
-                quality_before: e.quality_before,
-                quality_after: e.quality_after,
-                impact_multiplier: e.impact_multiplier,
-                effort_ratio: e.effort_ratio,
-            })
-            .map_err(|e| ApiError::internal(&e))?;
-    }
-    let window = Window::new(from, to).map_err(|e| ApiError::invalid("from", e.to_string()))?;
-    let ranked = tracker
-        .ranking(window, by)
+    let ranked = attributions::ranking(&state.repo, &tenant, (from, to), by, limit)
+        .await?
         .into_iter()
-        .take(limit)
         .enumerate()
-        .map(|(k, a)| RankView {
+        .map(|(k, (agent_id, a))| RankView {
             rank: k + 1,
-            agent_id: names[a.agent].to_owned(),
+            agent_id,
             score: a.sum,
             count: a.count,
             mean: a.mean,

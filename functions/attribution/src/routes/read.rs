@@ -6,7 +6,7 @@ use axum::{
     extract::{Path, State},
 };
 
-use crate::{AttributionState, wire::AttributionView};
+use crate::{AttributionState, attributions, wire::AttributionView};
 
 /// Read a task's attribution (the latest one posted, or a finished session's).
 #[utoipa::path(get, path = "/v1/attributions/{task_id}", tag = "attribution",
@@ -20,10 +20,6 @@ pub(crate) async fn read(
     Tenant(tenant): Tenant,
     Path(task_id): Path<String>,
 ) -> Result<Json<AttributionView>, ApiError> {
-    let (record, _) = state
-        .repo
-        .attribution(&tenant, &task_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("attribution"))?;
+    let record = attributions::read(&state.repo, &tenant, &task_id).await?;
     Ok(Json(record.view()))
 }

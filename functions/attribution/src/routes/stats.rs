@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::window;
 use crate::{
-    AttributionState,
+    AttributionState, attributions,
     compute::AttributionRecord,
     wire::{StatsView, StrategyName, StrategyStatsView},
 };
@@ -107,24 +107,14 @@ pub(crate) async fn stats(
         ],
     };
     let mut accs: Vec<Acc> = all.iter().map(|_| Acc::default()).collect();
-    let mut cursor = None;
-    loop {
-        let (records, next) = state
-            .repo
-            .history(&tenant, (from, to), 1_000, cursor)
-            .await?;
-        for r in &records {
-            let k = all
-                .iter()
-                .position(|s| *s == r.strategy.name())
-                .unwrap_or(0);
-            accs[k].add(r);
-        }
-        match next {
-            Some(n) => cursor = Some(n),
-            None => break,
-        }
-    }
+    attributions::for_each_in(&state.repo, &tenant, (from, to), |r| {
+        let k = all
+            .iter()
+            .position(|s| *s == r.strategy.name())
+            .unwrap_or(0);
+        accs[k].add(r);
+    })
+    .await?;
     let strategies = all
         .iter()
         .zip(&accs)
