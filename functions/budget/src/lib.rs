@@ -10,9 +10,11 @@ mod repo;
 mod routes;
 mod wire;
 
+use wire::BudgetConfigBody;
+
 use std::sync::Arc;
 
-use agentrl_http::Service;
+use agentrl_http::{Service, config::ConfigApi};
 use agentrl_store::ports::Table;
 use axum::{
     Router,
@@ -44,8 +46,6 @@ impl BudgetState {
         routes::read::read,
         routes::consume::consume,
         routes::complete::complete,
-        routes::config::get_config,
-        routes::config::put_config,
     ),
     tags((name = "budgets", description = "Thinking budgets"))
 )]
@@ -64,17 +64,21 @@ pub fn service(state: BudgetState) -> Service {
             "/v1/budgets/{id}/complete",
             post(routes::complete::complete),
         )
-        .route(
-            "/v1/config/budgets",
-            get(routes::config::get_config).put(routes::config::put_config),
-        )
-        .with_state(state)
         // These routes keep the default limit, whatever envelope the composed app allows.
         .layer(axum::extract::DefaultBodyLimit::max(
             agentrl_http::DEFAULT_BODY_LIMIT,
         ));
+    let configs = ConfigApi {
+        path: "/v1/config/budgets",
+        tag: "budgets",
+        what: "budget configuration: tiers, triggers, ceilings, loop limit, adaptive allocation",
+        parse: BudgetConfigBody::into_domain,
+        show: BudgetConfigBody::from_domain,
+    }
+    .service(state.repo.configs());
     Service {
-        router,
+        router: router.with_state(state),
         openapi: BudgetApi::openapi(),
     }
+    .merge(configs)
 }

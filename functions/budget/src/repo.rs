@@ -99,14 +99,14 @@ impl BudgetRepo {
         self.table.get(key).await?.map(Item::decode).transpose()
     }
 
+    /// The configuration documents, for the config routes (they share the cache).
+    pub(crate) fn configs(&self) -> TenantConfig<BudgetConfig> {
+        self.configs.clone()
+    }
+
     /// The tenant's configuration, or the defaults.
     pub async fn config(&self, t: &TenantId) -> Result<BudgetConfig, StoreError> {
         self.configs.get(t).await
-    }
-
-    /// Replaces the tenant's configuration.
-    pub async fn put_config(&self, t: &TenantId, config: &BudgetConfig) -> Result<(), StoreError> {
-        self.configs.put(t, config).await
     }
 
     /// The adaptive history of a tier.

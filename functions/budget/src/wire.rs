@@ -1,8 +1,11 @@
 //! Request and response bodies: the wire shapes, separate from the domain types.
 
-use agentrl_core::budget::{
-    Action, AdaptiveConfig, Assessment, Budget, BudgetConfig, Complexity, Decision, Feature,
-    Outcome, Report, Status, TaskDescription, TierConfig, Trigger, TriggerConfig,
+use agentrl_core::{
+    FieldError,
+    budget::{
+        Action, AdaptiveConfig, Assessment, Budget, BudgetConfig, Complexity, Decision, Feature,
+        Outcome, Report, Status, TaskDescription, TierConfig, Trigger, TriggerConfig,
+    },
 };
 use agentrl_http::{ApiError, fingerprint};
 use serde::{Deserialize, Serialize};
@@ -350,7 +353,7 @@ fn merge_trigger(into: &mut TriggerConfig, body: Option<TriggerBody>) {
 
 impl BudgetConfigBody {
     /// The defaults overridden by the body, validated.
-    pub(crate) fn into_domain(self) -> Result<BudgetConfig, ApiError> {
+    pub(crate) fn into_domain(self) -> Result<BudgetConfig, FieldError> {
         let mut c = BudgetConfig::default();
         let tiers = self.tiers.unwrap_or_default();
         merge_tier(&mut c.trivial, tiers.trivial);
@@ -376,7 +379,7 @@ impl BudgetConfigBody {
             d.floor_tokens = a.floor_tokens.unwrap_or(d.floor_tokens);
         }
         c.validate()
-            .map_err(|e| ApiError::invalid(wire_field(&e.field), e.reason))?;
+            .map_err(|e| FieldError::new(wire_field(&e.field), e.reason))?;
         Ok(c)
     }
 
@@ -458,17 +461,14 @@ mod tests {
 
         let bad: BudgetConfigBody =
             serde_json::from_str(r#"{"tiers": {"trivial": {"base_tokens": 5000}}}"#).unwrap();
-        let e = bad.into_domain().unwrap_err().problem();
-        assert_eq!(e.field.as_deref(), Some("tiers.trivial.base_tokens"));
+        let e = bad.into_domain().unwrap_err();
+        assert_eq!(e.field, "tiers.trivial.base_tokens");
 
         let bad: BudgetConfigBody = serde_json::from_str(
             r#"{"triggers": {"low-confidence": {"cooldown_seconds": 999999}}}"#,
         )
         .unwrap();
-        let e = bad.into_domain().unwrap_err().problem();
-        assert_eq!(
-            e.field.as_deref(),
-            Some("triggers.low-confidence.cooldown_seconds")
-        );
+        let e = bad.into_domain().unwrap_err();
+        assert_eq!(e.field, "triggers.low-confidence.cooldown_seconds");
     }
 }

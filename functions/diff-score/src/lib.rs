@@ -8,13 +8,11 @@ mod wire;
 
 use std::sync::Arc;
 
+use agentrl_core::FieldError;
 use agentrl_diff::{Limits, Scorer, Weights};
-use agentrl_http::Service;
+use agentrl_http::{Service, config::ConfigApi};
 use agentrl_store::{ports::Table, tenant_config::TenantConfig};
-use axum::{
-    Router,
-    routing::{get, post},
-};
+use axum::{Router, routing::post};
 use utoipa::OpenApi;
 
 /// Largest request body: Lambda's synchronous payload limit, so both snapshots of a change
@@ -41,7 +39,7 @@ impl DiffState {
 
 #[derive(OpenApi)]
 #[openapi(
-    paths(routes::score::score, routes::config::get_config, routes::config::put_config),
+    paths(routes::score::score),
     tags((name = "diffs", description = "Minimal-diff scoring and reward-hacking detection"))
 )]
 struct DiffApi;
@@ -50,15 +48,24 @@ struct DiffApi;
 pub fn service(state: DiffState) -> Service {
     let router = Router::new()
         .route("/v1/diffs/score", post(routes::score::score))
-        .route(
-            "/v1/config/diffs",
-            get(routes::config::get_config).put(routes::config::put_config),
-        )
-        .with_state(state)
         // These routes keep its own limit, whatever the composed app allows.
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
+    let configs = ConfigApi {
+        path: "/v1/config/diffs",
+        tag: "diffs",
+        what: "reward-multiplier weights",
+        parse: |weights: Weights| {
+            weights
+                .validate()
+                .map_err(|e| FieldError::new(e.field, e.reason))?;
+            Ok(weights)
+        },
+        show: Weights::clone,
+    }
+    .service(state.weights.clone());
     Service {
-        router,
+        router: router.with_state(state),
         openapi: DiffApi::openapi(),
     }
+    .merge(configs)
 }

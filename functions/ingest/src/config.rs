@@ -1,13 +1,13 @@
 //! Per-tenant ingest settings: turn-reward weights and differential privacy.
 
-use agentrl_core::{privacy::DpConfig, trajectory::TurnRewardWeights};
+use agentrl_core::{FieldError, privacy::DpConfig, trajectory::TurnRewardWeights};
 use serde::{Deserialize, Serialize};
 
 /// The name of the configuration document (`tenant#config#trajectories`).
 pub(crate) const CONFIG_NAME: &str = "trajectories";
 
 /// A tenant's ingest settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct IngestConfig {
     /// Weights of the turn-level reward (information gain, format, progress).
@@ -18,13 +18,11 @@ pub struct IngestConfig {
 
 impl IngestConfig {
     /// Checks both parts; the error names the field.
-    pub(crate) fn validate(&self) -> Result<(), (String, String)> {
-        self.rewards
-            .validate()
-            .map_err(|e| (format!("rewards.{}", e.field), e.reason))?;
+    pub(crate) fn validate(&self) -> Result<(), FieldError> {
+        self.rewards.validate().map_err(|e| e.within("rewards"))?;
         if let Some(dp) = &self.differential_privacy {
             dp.validate()
-                .map_err(|e| (format!("differential_privacy.{}", e.field), e.reason))?;
+                .map_err(|e| e.within("differential_privacy"))?;
         }
         Ok(())
     }

@@ -16,7 +16,7 @@ mod worker;
 
 use std::sync::Arc;
 
-use agentrl_http::Service;
+use agentrl_http::{Service, config::ConfigApi};
 use agentrl_store::{
     ports::{Queue, Table},
     tenant_config::TenantConfig,
@@ -69,8 +69,6 @@ impl TrajectoryState {
 #[openapi(
     paths(
         routes::post::post,
-        routes::config::get_config,
-        routes::config::put_config,
         routes::privacy::budget,
     ),
     tags((name = "trajectories", description = "Trajectory collection for training"))
@@ -81,18 +79,25 @@ struct TrajectoryApi;
 pub fn service(state: TrajectoryState) -> Service {
     let router = Router::new()
         .route("/v1/trajectories", post(routes::post::post))
-        .route(
-            "/v1/config/trajectories",
-            get(routes::config::get_config).put(routes::config::put_config),
-        )
         .route("/v1/privacy/budget", get(routes::privacy::budget))
-        .with_state(state)
         // These routes keep the default limit (a trajectory must also fit a queue message).
         .layer(axum::extract::DefaultBodyLimit::max(
             agentrl_http::DEFAULT_BODY_LIMIT,
         ));
+    let configs = ConfigApi {
+        path: "/v1/config/trajectories",
+        tag: "trajectories",
+        what: "ingest settings: turn-reward weights and differential privacy",
+        parse: |config: IngestConfig| {
+            config.validate()?;
+            Ok(config)
+        },
+        show: IngestConfig::clone,
+    }
+    .service(state.configs.clone());
     Service {
-        router,
+        router: router.with_state(state),
         openapi: TrajectoryApi::openapi(),
     }
+    .merge(configs)
 }

@@ -17,7 +17,8 @@ mod worker;
 
 use std::sync::Arc;
 
-use agentrl_http::Service;
+use agentrl_core::learning::LearningConfig;
+use agentrl_http::{Service, config::ConfigApi};
 use agentrl_store::ports::{Queue, Table};
 use axum::{
     Router,
@@ -66,8 +67,6 @@ pub fn policy(table: Arc<dyn Table>, events: Arc<dyn Queue>) -> Policy {
         routes::settings::unfreeze,
         routes::update::update,
         routes::reply::read,
-        routes::config::get_config,
-        routes::config::put_config,
     ),
     tags((name = "learning", description = "Learning events, agent projections and policy updates"))
 )]
@@ -94,16 +93,24 @@ pub fn service(state: LearningState) -> Service {
             "/v1/agents/{id}/replies/{message_id}",
             get(routes::reply::read),
         )
-        .route(
-            "/v1/config/learning",
-            get(routes::config::get_config).put(routes::config::put_config),
-        )
-        .with_state(state)
         .layer(axum::extract::DefaultBodyLimit::max(
             agentrl_http::DEFAULT_BODY_LIMIT,
         ));
+    let configs = ConfigApi {
+        path: "/v1/config/learning",
+        tag: "learning",
+        what: "learning settings: event reward weights, decay, high-quality rules, policy \
+               bounds, dataset trigger",
+        parse: |config: LearningConfig| {
+            config.validate()?;
+            Ok(config)
+        },
+        show: LearningConfig::clone,
+    }
+    .service(state.repo.configs());
     Service {
-        router,
+        router: router.with_state(state),
         openapi: LearningApi::openapi(),
     }
+    .merge(configs)
 }

@@ -173,18 +173,14 @@ impl LearningRepo {
         }
     }
 
+    /// The configuration documents, for the config routes (they share the cache).
+    pub(crate) fn configs(&self) -> TenantConfig<LearningConfig> {
+        self.configs.clone()
+    }
+
     /// The tenant's learning configuration, or the defaults.
     pub(crate) async fn config(&self, t: &TenantId) -> Result<LearningConfig, StoreError> {
         self.configs.get(t).await
-    }
-
-    /// Replaces the tenant's learning configuration.
-    pub(crate) async fn put_config(
-        &self,
-        t: &TenantId,
-        config: &LearningConfig,
-    ) -> Result<(), StoreError> {
-        self.configs.put(t, config).await
     }
 
     async fn read<T: DeserializeOwned + Default>(

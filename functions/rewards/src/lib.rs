@@ -13,7 +13,8 @@ mod wire;
 
 use std::sync::Arc;
 
-use agentrl_http::Service;
+use agentrl_core::verify::VerifyConfig;
+use agentrl_http::{Service, config::ConfigApi};
 use agentrl_store::ports::Table;
 use axum::{
     Router,
@@ -52,8 +53,6 @@ impl RewardState {
         routes::reward::reward,
         routes::examples::list,
         routes::examples::export,
-        routes::config::get_config,
-        routes::config::put_config,
     ),
     tags((name = "rewards", description = "Reward verification and training examples"))
 )]
@@ -76,16 +75,24 @@ pub fn service(state: RewardState) -> Service {
             "/v1/training-examples/export",
             get(routes::examples::export),
         )
-        .route(
-            "/v1/config/rewards",
-            get(routes::config::get_config).put(routes::config::put_config),
-        )
         // Everything but a verification keeps the default limit.
         .layer(DefaultBodyLimit::max(agentrl_http::DEFAULT_BODY_LIMIT))
-        .merge(verifications)
-        .with_state(state);
+        .merge(verifications);
+    let configs = ConfigApi {
+        path: "/v1/config/rewards",
+        tag: "rewards",
+        what: "verifier settings: business-metric ranges, judge threshold, safety checks, \
+               training-example thresholds",
+        parse: |config: VerifyConfig| {
+            config.validate()?;
+            Ok(config)
+        },
+        show: VerifyConfig::clone,
+    }
+    .service(state.repo.configs());
     Service {
-        router,
+        router: router.with_state(state),
         openapi: RewardApi::openapi(),
     }
+    .merge(configs)
 }

@@ -140,18 +140,14 @@ impl RewardRepo {
         }
     }
 
+    /// The configuration documents, for the config routes (they share the cache).
+    pub(crate) fn configs(&self) -> TenantConfig<VerifyConfig> {
+        self.configs.clone()
+    }
+
     /// The tenant's verifier configuration, or the defaults.
     pub(crate) async fn config(&self, t: &TenantId) -> Result<VerifyConfig, StoreError> {
         self.configs.get(t).await
-    }
-
-    /// Replaces the tenant's verifier configuration.
-    pub(crate) async fn put_config(
-        &self,
-        t: &TenantId,
-        config: &VerifyConfig,
-    ) -> Result<(), StoreError> {
-        self.configs.put(t, config).await
     }
 
     /// Records a new execution.

@@ -34,6 +34,16 @@ pub struct Service {
     pub openapi: OpenApi,
 }
 
+impl Service {
+    /// This service with `other`'s routes and their description added.
+    #[must_use]
+    pub fn merge(mut self, other: Service) -> Service {
+        self.router = self.router.merge(other.router);
+        self.openapi.merge(other.openapi);
+        self
+    }
+}
+
 /// Options of the composed application.
 #[derive(Clone)]
 pub struct AppOptions {

@@ -8,6 +8,7 @@
 
 mod app;
 mod auth;
+pub mod config;
 pub mod idempotency;
 mod json;
 pub mod lambda;

@@ -1,7 +1,6 @@
 //! One module per route.
 
 pub(crate) mod complete;
-pub(crate) mod config;
 pub(crate) mod consume;
 pub(crate) mod create;
 pub(crate) mod read;

@@ -1,4 +1,3 @@
 //! One module per operation.
 
-pub(crate) mod config;
 pub(crate) mod score;

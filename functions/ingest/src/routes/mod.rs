@@ -1,5 +1,4 @@
 //! One module per operation.
 
-pub(crate) mod config;
 pub(crate) mod post;
 pub(crate) mod privacy;

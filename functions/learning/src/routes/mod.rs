@@ -1,7 +1,6 @@
 //! One module per route, and the path check they share.
 
 pub(crate) mod agent;
-pub(crate) mod config;
 pub(crate) mod events;
 pub(crate) mod reply;
 pub(crate) mod settings;

@@ -1,6 +1,5 @@
 //! One module per route.
 
-pub(crate) mod config;
 pub(crate) mod create;
 pub(crate) mod examples;
 pub(crate) mod read;

@@ -16,6 +16,7 @@ use super::signals::MAX_TRAITS;
 const MAX_DAYS: u32 = 3_650;
 
 /// A tenant's learning configuration.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LearningConfig {
@@ -38,6 +39,7 @@ pub struct LearningConfig {
 }
 
 /// The allowed range of one trait.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraitBounds {
@@ -55,6 +57,7 @@ impl Default for TraitBounds {
 
 /// Exploration rate: `max(min, initial / (1 + n × decay))` after `n` feedbacks — a function
 /// of the count only, so it does not depend on the order feedback arrived in.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EpsilonConfig {
@@ -84,6 +87,7 @@ impl EpsilonConfig {
 }
 
 /// How policy updates move traits and when they stop.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
@@ -134,6 +138,7 @@ impl PolicyConfig {
 }
 
 /// When an agent has earned a training dataset.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DatasetTrigger {

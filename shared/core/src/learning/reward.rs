@@ -25,6 +25,7 @@ const MAX_REACTIONS: usize = 64;
 
 /// Per-tenant reward weights. Fields left out of a stored configuration take their defaults;
 /// a `reactions` map given replaces the default map as a whole.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RewardWeights {

@@ -36,6 +36,7 @@ pub fn laplace_noise(seed: [u8; 32], scale: f64) -> f64 {
 }
 
 /// A tenant's differential-privacy settings.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DpConfig {

@@ -56,6 +56,7 @@ use super::schema;
 use crate::privacy::Scrubber;
 
 /// Weights of the total; the safety override is not weighted.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TurnRewardWeights {

@@ -12,6 +12,7 @@ use super::InvalidInput;
 ///
 /// Call [`VerifyConfig::validate`] when the configuration is loaded: the verifiers assume a
 /// valid one.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VerifyConfig {
@@ -72,6 +73,7 @@ impl VerifyConfig {
 }
 
 /// The raw range `[min, max]` mapped onto [0, 1], and the metric's weight in the mean.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricRange {
@@ -117,6 +119,7 @@ impl MetricRange {
 
 /// Reward thresholds of example types: `reward >= positive` is a positive example,
 /// `reward <= negative` a negative one, anything between neutral.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExampleThresholds {
