@@ -4,7 +4,9 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use agentrl_core::privacy::Pseudonymizer;
-use agentrl_ingest::{DrainOptions, Ingest, TrajectoryState, drain};
+use agentrl_http::sqs::{DrainOptions, drain};
+use agentrl_ingest::TrajectoryState;
+use agentrl_queue_worker::QueueWorker;
 
 use agentrl_attribution::AttributionState;
 use agentrl_budget::BudgetState;
@@ -84,7 +86,7 @@ pub async fn start(
     let (stop, mut stopped) = watch::channel(false);
     let mut sweep_stopped = stop.subscribe();
     let worker_stopped = stop.subscribe();
-    let ingest = Ingest::new(
+    let worker = QueueWorker::new(
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
@@ -95,7 +97,7 @@ pub async fn start(
     // The current batch always finishes: a stop is only seen between batches.
     let worker = tokio::spawn(async move {
         while !*worker_stopped.borrow() {
-            if let Err(e) = drain(&ingest, queue.as_ref(), DrainOptions::default()).await {
+            if let Err(e) = drain(&worker, queue.as_ref(), DrainOptions::default()).await {
                 tracing::warn!(error = %e, "the ingest worker could not read the queue");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }

@@ -3,7 +3,7 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use agentrl_core::{dataset::Rules, privacy::TENANT};
-use agentrl_ingest::{DrainOptions, drain};
+use agentrl_http::sqs::{DrainOptions, drain};
 use agentrl_store::Stores;
 use agentrl_turns::read_turns;
 use serde_json::{Value, json};

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use agentrl_core::privacy::Pseudonymizer;
-use agentrl_ingest::{Envelope, Ingest};
+use agentrl_ingest::Envelope;
+use agentrl_queue_worker::QueueWorker;
 use agentrl_store::{Stores, ports::Message};
 use agentrl_turns::{TurnRow, read_turns};
 use serde_json::{Value, json};
@@ -19,8 +20,8 @@ pub fn pseudonyms() -> Arc<Pseudonymizer> {
     Arc::new(Pseudonymizer::new(b"a test secret of enough bytes").unwrap())
 }
 
-pub fn worker(stores: &Stores) -> Ingest {
-    Ingest::new(
+pub fn worker(stores: &Stores) -> QueueWorker {
+    QueueWorker::new(
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),

@@ -6,7 +6,8 @@ use agentrl_core::{
     TenantId,
     privacy::{TENANT, USER},
 };
-use agentrl_ingest::{DrainOptions, IngestConfig, drain};
+use agentrl_http::sqs::{Consumer, DrainOptions, drain};
+use agentrl_ingest::IngestConfig;
 use agentrl_store::{
     Stores,
     keys::partition,
@@ -183,7 +184,6 @@ pub async fn failed_write_leaves_the_messages_for_a_retry(
         stores.table.clone(),
         broken,
         stores.queue.clone(),
-        stores.events.clone(),
         pseudonyms(),
     );
     let first = receive_all(stores, 2, 1).await;

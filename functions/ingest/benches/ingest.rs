@@ -9,7 +9,8 @@ use std::{
 };
 
 use agentrl_core::privacy::Pseudonymizer;
-use agentrl_ingest::{DrainOptions, Envelope, Ingest, drain};
+use agentrl_http::sqs::{DrainOptions, drain};
+use agentrl_ingest::{Envelope, Ingest};
 use agentrl_store::Stores;
 use serde_json::json;
 
@@ -56,7 +57,6 @@ async fn main() {
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
         pseudonyms,
     );
     let options = DrainOptions {

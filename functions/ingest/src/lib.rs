@@ -30,7 +30,7 @@ use utoipa::OpenApi;
 pub use config::IngestConfig;
 pub use envelope::Envelope;
 pub use paths::object_path;
-pub use worker::{DrainOptions, Ingest, drain};
+pub use worker::Ingest;
 
 /// The deployment's pseudonymiser, keyed by `AGENTRL_PSEUDONYM_SECRET` (on AWS resolved from
 /// Secrets Manager by the template; only the worker gets it).

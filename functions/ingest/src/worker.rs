@@ -1,12 +1,11 @@
-//! The queue worker: a batch of trajectory messages in, Parquet objects out (learning events
-//! in the same batch go to `agentrl_learning::Learner`).
+//! The queue worker of trajectories: a batch of trajectory messages in, Parquet objects out.
 //!
 //! Every message ends in exactly one place: its rows in a Parquet object (then it is
 //! acknowledged), the dead-letter queue with the reason (malformed or invalid: retrying cannot
 //! help), or back on the queue for a retry (a store failed). A redelivered batch rewrites the
 //! same objects, because object names come from the message ids.
 
-use std::{collections::BTreeMap, collections::HashSet, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc};
 
 use agentrl_core::{
     TenantId,
@@ -14,7 +13,7 @@ use agentrl_core::{
     privacy::{Pseudonymizer, Scrubber, TENANT, anonymize},
     trajectory::turn_rewards,
 };
-use agentrl_learning::{Learner, is_event_message};
+use agentrl_http::sqs::Consumer;
 use agentrl_store::{
     StoreError,
     ports::{Message, Objects, Queue, Table},
@@ -62,22 +61,18 @@ pub struct Ingest {
     configs: TenantConfig<IngestConfig>,
     scrubber: Arc<Scrubber>,
     pseudonyms: Arc<Pseudonymizer>,
-    learner: Learner,
 }
 
 impl Ingest {
     /// A worker reading tenant settings from `table`, writing to `objects`, dead-lettering
-    /// through `queue` (the queue the messages came from); learning events are applied to
-    /// `table`, and what they change is announced on `events`.
+    /// through `queue` (the queue the messages came from).
     pub fn new(
         table: Arc<dyn Table>,
         objects: Arc<dyn Objects>,
         queue: Arc<dyn Queue>,
-        events: Arc<dyn Queue>,
         pseudonyms: Arc<Pseudonymizer>,
     ) -> Self {
         Self {
-            learner: Learner::new(table.clone(), queue.clone(), events),
             configs: TenantConfig::new(table.clone(), CONFIG_NAME),
             table,
             objects,
@@ -87,21 +82,12 @@ impl Ingest {
         }
     }
 
-    /// Processes a batch — trajectories, and learning events (messages with an `event`),
-    /// each by its own worker; returns the ids of the messages to retry. Poison messages are
-    /// dead-lettered here, with their reason.
-    pub async fn process(&self, messages: &[Message]) -> Vec<String> {
-        let (events, trajectories): (Vec<&Message>, Vec<&Message>) =
-            messages.iter().partition(|m| is_event_message(&m.body));
-        let (mut retry, learned) = tokio::join!(
-            self.trajectories(&trajectories),
-            self.learner.process(events)
-        );
-        retry.extend(learned);
-        retry
-    }
-
-    async fn trajectories(&self, messages: &[&Message]) -> Vec<String> {
+    /// Processes a batch of trajectory messages; returns the ids of the messages to retry.
+    /// Poison messages are dead-lettered here, with their reason.
+    pub async fn process<'a>(
+        &self,
+        messages: impl IntoIterator<Item = &'a Message>,
+    ) -> Vec<String> {
         let mut retry = Vec::new();
         let mut dead = Vec::new();
         let mut partitions: BTreeMap<(String, String), Vec<Prepared>> = BTreeMap::new();
@@ -205,62 +191,8 @@ impl Ingest {
     }
 }
 
-/// How the local worker reads the queue.
-#[derive(Debug, Clone, Copy)]
-pub struct DrainOptions {
-    /// Messages per batch (one Parquet object per tenant and date of a batch).
-    pub max_messages: usize,
-    /// How long a received message stays hidden before it is redelivered.
-    pub visibility: Duration,
-    /// How long to wait for the first message.
-    pub wait: Duration,
-}
-
-impl Default for DrainOptions {
-    fn default() -> Self {
-        Self {
-            max_messages: 1_000,
-            visibility: Duration::from_secs(60),
-            wait: Duration::from_secs(1),
-        }
+impl Consumer for Ingest {
+    async fn process(&self, messages: &[Message]) -> Vec<String> {
+        Ingest::process(self, messages).await
     }
-}
-
-/// Receives one batch from `queue`, processes it and acknowledges what was handled; returns
-/// how many messages were received. The local counterpart of the SQS trigger.
-///
-/// # Errors
-/// When the queue fails.
-pub async fn drain(
-    ingest: &Ingest,
-    queue: &dyn Queue,
-    options: DrainOptions,
-) -> Result<usize, StoreError> {
-    let mut batch: Vec<Message> = Vec::new();
-    while batch.len() < options.max_messages {
-        let wait = if batch.is_empty() {
-            options.wait
-        } else {
-            Duration::ZERO
-        };
-        let got = queue
-            .receive(
-                (options.max_messages - batch.len()).min(10),
-                options.visibility,
-                wait,
-            )
-            .await?;
-        if got.is_empty() {
-            break;
-        }
-        batch.extend(got);
-    }
-    if batch.is_empty() {
-        return Ok(0);
-    }
-    let retry: HashSet<String> = ingest.process(&batch).await.into_iter().collect();
-    for message in batch.iter().filter(|m| !retry.contains(&m.id)) {
-        queue.delete(&message.receipt).await?;
-    }
-    Ok(batch.len())
 }

@@ -102,7 +102,6 @@ async fn the_sqs_fixture_writes_rows_and_dead_letters_the_poison() {
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
         pseudonyms,
     );
     let event = serde_json::from_value(fixture("sqs-batch.json")).unwrap();

@@ -8,7 +8,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use agentrl_core::{TenantId, learning::Event};
+use agentrl_core::{FieldError, TenantId, TenantIdError, learning::Event};
 use agentrl_store::{
     StoreError,
     ports::{Message, Queue, Table},
@@ -69,7 +69,8 @@ impl Learner {
                     // The same event twice in one batch (a duplicate send) is one event.
                     group.events.entry(event.event_id.clone()).or_insert(event);
                 }
-                Err(reason) => {
+                Err(poison) => {
+                    let reason = poison.to_string();
                     tracing::warn!(message_id = %message.id, %reason, "dead-lettered");
                     if let Err(e) = self.queue.dead_letter(message, &reason).await {
                         tracing::warn!(message_id = %message.id, error = %e, "dead-lettering failed; will retry");
@@ -118,14 +119,21 @@ impl Learner {
     }
 }
 
-/// The tenant and the validated event of a message, or why it is poison.
-fn parse(message: &Message) -> Result<(TenantId, Event), String> {
-    let envelope: EventEnvelope = serde_json::from_str(&message.body)
-        .map_err(|e| format!("not a learning-event message: {e}"))?;
-    let tenant = TenantId::parse(&envelope.tenant).map_err(|e| format!("tenant: {e}"))?;
-    envelope
-        .event
-        .validate()
-        .map_err(|e| format!("invalid event: {}: {}", e.field, e.reason))?;
+/// Why a message is poison: retrying cannot help, it is dead-lettered with this reason.
+#[derive(Debug, thiserror::Error)]
+enum Poison {
+    #[error("not a learning-event message: {0}")]
+    Malformed(#[from] serde_json::Error),
+    #[error("tenant: {0}")]
+    Tenant(#[from] TenantIdError),
+    #[error("invalid event: {0}")]
+    Invalid(#[from] FieldError),
+}
+
+/// The tenant and the validated event of a message.
+fn parse(message: &Message) -> Result<(TenantId, Event), Poison> {
+    let envelope: EventEnvelope = serde_json::from_str(&message.body)?;
+    let tenant = TenantId::parse(&envelope.tenant)?;
+    envelope.event.validate()?;
     Ok((tenant, envelope.event))
 }

@@ -3,11 +3,15 @@
 //! retried come back as partial batch failures (`ReportBatchItemFailures`).
 //!
 //! Handlers dead-letter poison messages themselves (through the queue port, with the reason)
-//! and acknowledge everything else by not listing it.
+//! and acknowledge everything else by not listing it. [`drain`] is the local counterpart of
+//! the trigger, over the queue port.
 
-use std::future::Future;
+use std::{collections::HashSet, future::Future, time::Duration};
 
-use agentrl_store::ports::Message;
+use agentrl_store::{
+    StoreError,
+    ports::{Message, Queue},
+};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{LambdaEvent, service_fn};
 
@@ -70,6 +74,74 @@ where
         Ok::<_, lambda_runtime::Error>(response(retry))
     }))
     .await
+}
+
+/// A queue's batch handler: messages in, the ids of those to retry out. Poison messages are
+/// dead-lettered by the handler, with their reason; the rest are acknowledged.
+pub trait Consumer: Send + Sync {
+    /// Handles a batch; returns the ids of the messages to retry.
+    fn process(&self, messages: &[Message]) -> impl Future<Output = Vec<String>> + Send;
+}
+
+/// How the local worker reads the queue.
+#[derive(Debug, Clone, Copy)]
+pub struct DrainOptions {
+    /// Messages per batch (the ingest worker writes one Parquet object per tenant and date
+    /// of a batch).
+    pub max_messages: usize,
+    /// How long a received message stays hidden before it is redelivered.
+    pub visibility: Duration,
+    /// How long to wait for the first message.
+    pub wait: Duration,
+}
+
+impl Default for DrainOptions {
+    fn default() -> Self {
+        Self {
+            max_messages: 1_000,
+            visibility: Duration::from_secs(60),
+            wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Receives one batch from `queue`, hands it to `consumer` and acknowledges what was handled;
+/// returns how many messages were received. The local counterpart of the SQS trigger.
+///
+/// # Errors
+/// When the queue fails.
+pub async fn drain(
+    consumer: &impl Consumer,
+    queue: &dyn Queue,
+    options: DrainOptions,
+) -> Result<usize, StoreError> {
+    let mut batch: Vec<Message> = Vec::new();
+    while batch.len() < options.max_messages {
+        let wait = if batch.is_empty() {
+            options.wait
+        } else {
+            Duration::ZERO
+        };
+        let got = queue
+            .receive(
+                (options.max_messages - batch.len()).min(10),
+                options.visibility,
+                wait,
+            )
+            .await?;
+        if got.is_empty() {
+            break;
+        }
+        batch.extend(got);
+    }
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let retry: HashSet<String> = consumer.process(&batch).await.into_iter().collect();
+    for message in batch.iter().filter(|m| !retry.contains(&m.id)) {
+        queue.delete(&message.receipt).await?;
+    }
+    Ok(batch.len())
 }
 
 #[cfg(test)]

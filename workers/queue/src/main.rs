@@ -1,0 +1,23 @@
+//! Lambda entry point of the SQS-triggered ingest-queue worker: wiring only.
+
+use agentrl_http::sqs::{self, Consumer};
+use agentrl_ingest::pseudonyms_from_env;
+use agentrl_queue_worker::QueueWorker;
+use agentrl_store::Stores;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    let stores = Stores::aws_from_env().await?;
+    let worker = QueueWorker::new(
+        stores.table,
+        stores.objects,
+        stores.queue,
+        stores.events,
+        pseudonyms_from_env()?,
+    );
+    sqs::run(|messages| {
+        let worker = worker.clone();
+        async move { worker.process(&messages).await }
+    })
+    .await
+}
