@@ -1,10 +1,11 @@
 //! `agentrl diff-score` as a user runs it: on files, on directories, and on a directory of
 //! pairs whose emitted trees an independent implementation (Python `apted`) re-scores.
 
+use agentrl_testkit::venv_python;
 use std::{
     fs,
     io::Write,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
 };
 
@@ -25,24 +26,6 @@ fn agentrl(args: &[&str]) -> (bool, String, String) {
 fn write(path: &Path, content: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, content).unwrap();
-}
-
-fn venv_python() -> PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-            cache.join("agentrl/venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run infra/scripts/python-env.sh",
-        python.display()
-    );
-    python
 }
 
 /// APTED distances of bracket-notation tree pairs (labels with `\` escapes), one per line.

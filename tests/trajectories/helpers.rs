@@ -104,24 +104,3 @@ pub async fn turn_table(stores: &Stores) -> Vec<(String, Vec<TurnRow>)> {
     }
     out
 }
-
-/// The test venv's interpreter (pyarrow, DuckDB).
-pub fn venv_python() -> std::path::PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(|| {
-                    std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache")
-                });
-            cache.join("agentrl/venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run infra/scripts/python-env.sh",
-        python.display()
-    );
-    python
-}

@@ -70,7 +70,7 @@ table = ds.dataset(root, format="parquet", partitioning="hive").to_table()
 rows = duckdb.sql(f"SELECT tenant, count(*), count(DISTINCT trajectory_id), sum(turn_index) FROM read_parquet('{root}/**/*.parquet', hive_partitioning=true) GROUP BY tenant ORDER BY 2").fetchall()
 print(json.dumps({"pyarrow_rows": table.num_rows, "columns": table.schema.names, "duckdb": [list(r[1:]) for r in rows]}))
 "#;
-    let out = std::process::Command::new(helpers::venv_python())
+    let out = std::process::Command::new(agentrl_testkit::venv_python())
         .args(["-c", script])
         .arg(dir.path())
         .output()

@@ -14,7 +14,7 @@ use serde_json::Value;
 const FIXTURE_SESSION: &str = "0193b7e2-7c1a-7b3e-9a44-2f1d1c0e5a02";
 
 fn fixture(name: &str) -> Value {
-    agentrl_http::lambda::fixture(&format!("attribution/{name}")).unwrap()
+    agentrl_testkit::fixture(&format!("attribution/{name}")).unwrap()
 }
 
 fn with_session_id(mut event: Value, id: &str) -> Value {
@@ -34,7 +34,7 @@ fn with_tenant(mut event: Value, tenant: &str) -> Value {
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, String) {
-    let (status, body) = agentrl_http::lambda::invoke(app, &event.to_string())
+    let (status, body) = agentrl_testkit::invoke(app, &event.to_string())
         .await
         .unwrap();
     (status, String::from_utf8(body.to_vec()).unwrap())

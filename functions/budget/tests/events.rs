@@ -11,7 +11,7 @@ use axum::Router;
 use serde_json::Value;
 
 fn fixture(name: &str) -> Value {
-    agentrl_http::lambda::fixture(name).unwrap()
+    agentrl_testkit::fixture(name).unwrap()
 }
 
 fn with_budget_id(mut event: Value, id: &str) -> Value {
@@ -37,7 +37,7 @@ fn with_tenant(mut event: Value, tenant: Option<&str>) -> Value {
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
-    agentrl_http::lambda::invoke_json(app, event).await.unwrap()
+    agentrl_testkit::invoke_json(app, event).await.unwrap()
 }
 
 fn lambda_app(dir: &std::path::Path) -> Router {

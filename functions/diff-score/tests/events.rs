@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use agentrl_diff_score::{DiffState, MAX_BODY_BYTES, service};
-use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
+use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_store::embedded::{Database, SqliteTable};
+use agentrl_testkit::with_body;
 use axum::Router;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
-    agentrl_http::lambda::fixture(name).unwrap()
+    agentrl_testkit::fixture(name).unwrap()
 }
 
 fn with_tenant(mut event: Value, tenant: &str) -> Value {
@@ -20,7 +21,7 @@ fn with_tenant(mut event: Value, tenant: &str) -> Value {
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
-    agentrl_http::lambda::invoke_json(app, event).await.unwrap()
+    agentrl_testkit::invoke_json(app, event).await.unwrap()
 }
 
 fn lambda_app(dir: &std::path::Path) -> Router {

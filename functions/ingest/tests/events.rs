@@ -5,18 +5,19 @@
 use std::sync::Arc;
 
 use agentrl_core::privacy::Pseudonymizer;
-use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
+use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_ingest::{Ingest, TrajectoryState, service};
 use agentrl_store::Stores;
+use agentrl_testkit::with_body;
 use axum::Router;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
-    agentrl_http::lambda::fixture(&format!("trajectories/{name}")).unwrap()
+    agentrl_testkit::fixture(&format!("trajectories/{name}")).unwrap()
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
-    agentrl_http::lambda::invoke_json(app, event).await.unwrap()
+    agentrl_testkit::invoke_json(app, event).await.unwrap()
 }
 
 fn lambda_app(stores: &Stores) -> Router {

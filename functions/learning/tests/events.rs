@@ -4,18 +4,19 @@
 
 use std::time::Duration;
 
-use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
+use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_learning::{Learner, LearningState, service};
 use agentrl_store::{Stores, ports::Message};
+use agentrl_testkit::with_body;
 use axum::Router;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
-    agentrl_http::lambda::fixture(&format!("learning/{name}")).unwrap()
+    agentrl_testkit::fixture(&format!("learning/{name}")).unwrap()
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
-    agentrl_http::lambda::invoke_json(app, event).await.unwrap()
+    agentrl_testkit::invoke_json(app, event).await.unwrap()
 }
 
 fn lambda_app(stores: &Stores) -> Router {

@@ -1,9 +1,10 @@
 //! Handler tests driven by the fixtures in `events/rewards/`: each API Gateway event goes
 //! through the Lambda app exactly as in Lambda, over a real SQLite database.
 
-use agentrl_http::{AppOptions, Metrics, app, lambda::with_body};
+use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_rewards::{MAX_BODY_BYTES, RewardState, service};
 use agentrl_store::Stores;
+use agentrl_testkit::with_body;
 use axum::Router;
 use serde_json::{Value, json};
 
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 const FIXTURE_ID: &str = "0192f1a0-0000-7000-8000-000000000001";
 
 fn fixture(name: &str) -> Value {
-    agentrl_http::lambda::fixture(&format!("rewards/{name}")).unwrap()
+    agentrl_testkit::fixture(&format!("rewards/{name}")).unwrap()
 }
 
 /// The fixture aimed at execution `id`.
@@ -20,7 +21,7 @@ fn at(name: &str, id: &str) -> Value {
 }
 
 async fn call(app: &Router, event: &Value) -> (u16, Value) {
-    agentrl_http::lambda::invoke_json(app, event).await.unwrap()
+    agentrl_testkit::invoke_json(app, event).await.unwrap()
 }
 
 fn lambda_app(stores: &Stores) -> Router {
@@ -77,7 +78,7 @@ async fn every_fixture_round_trips() {
         "What is 6 * 7? Answer with a number."
     );
     let (status, lines) =
-        agentrl_http::lambda::invoke(&app, &fixture("export-examples.json").to_string())
+        agentrl_testkit::invoke(&app, &fixture("export-examples.json").to_string())
             .await
             .unwrap();
     assert_eq!(status, 200);

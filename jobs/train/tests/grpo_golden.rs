@@ -117,7 +117,7 @@ fn loss_and_gradient_equal_the_numpy_reference() {
         "logp": c.logp, "old": c.old, "adv": c.adv, "weights": c.weights, "is_weights": c.is_weights,
         "ref": c.reference, "beta": c.beta, "eps_low": clip.low, "eps_high": clip.high, "dual": clip.dual,
     })).collect::<Vec<_>>()});
-    let mut child = Command::new(common::python())
+    let mut child = Command::new(agentrl_testkit::venv_python())
         .arg(common::script("grpo_reference.py"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -49,7 +49,7 @@ fn parse(text: &str) -> Vec<Vec<f64>> {
 }
 
 fn reference(model: &Path, input: &Path) -> Vec<Vec<f64>> {
-    let out = Command::new(common::python())
+    let out = Command::new(agentrl_testkit::venv_python())
         .arg(common::script("qwen2_numpy.py"))
         .arg(model)
         .arg(input)

@@ -4,7 +4,8 @@
 //! Needs the project venv with pytest: `infra/scripts/python-env.sh` builds it (or set
 //! `AGENTRL_VENV`), and `rustc` on `PATH` (or `RUSTC`).
 
-use std::path::{Path, PathBuf};
+use agentrl_testkit::venv_python;
+use std::path::Path;
 use std::process::Command;
 
 use agentrl_core::verify::{self, Context, Request, Status, VerifyConfig, junit};
@@ -80,26 +81,6 @@ fn fails() {
 #[ignore]
 fn ignored() {}
 "#;
-
-fn venv_python() -> PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV").map_or_else(
-        || {
-            let cache = std::env::var_os("XDG_CACHE_HOME").map_or_else(
-                || PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache"),
-                PathBuf::from,
-            );
-            cache.join("agentrl/venv")
-        },
-        PathBuf::from,
-    );
-    let python = venv.join("bin/python");
-    assert!(
-        python.is_file(),
-        "no Python venv at {}: run infra/scripts/python-env.sh (or set AGENTRL_VENV)",
-        venv.display()
-    );
-    python
-}
 
 /// Runs the pytest suite and returns its JUnit report.
 fn pytest_report(dir: &Path) -> String {

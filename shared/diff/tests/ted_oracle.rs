@@ -2,9 +2,9 @@
 //! random tree pairs and on parsed code snippets, with the default limits and with budgets so
 //! small that the anchored decomposition does the work.
 
+use agentrl_testkit::venv_python;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,29 +22,9 @@ for line in sys.stdin:
     print(APTED(Tree.from_text(case["a"]), Tree.from_text(case["b"])).compute_edit_distance())
 "#;
 
-fn python() -> PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache")
-                });
-            cache.join("agentrl").join("venv")
-        });
-    let python = venv.join("bin").join("python");
-    assert!(
-        python.exists(),
-        "{} is missing: run infra/scripts/python-env.sh to build the test virtualenv (it installs apted)",
-        python.display()
-    );
-    python
-}
-
 /// APTED distances for all pairs, from one Python process.
 fn oracle(pairs: &[(String, String)]) -> Vec<u64> {
-    let mut child = Command::new(python())
+    let mut child = Command::new(venv_python())
         .args(["-c", ORACLE])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

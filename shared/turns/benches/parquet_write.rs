@@ -16,7 +16,7 @@
 
 use std::borrow::Borrow;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -375,20 +375,6 @@ impl Iterator for Synthetic {
     }
 }
 
-fn venv_python() -> PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
-                })
-                .join("agentrl/venv")
-        });
-    venv.join("bin/python")
-}
-
 fn write_all<R: Borrow<TurnRow>>(
     rows: impl IntoIterator<Item = R>,
     sink: impl Write + Send,
@@ -538,7 +524,7 @@ fn main() {
     }
     drop(rows);
 
-    let python = venv_python();
+    let python = agentrl_testkit::venv_python_path();
     if python.exists() {
         let dir = tempfile::tempdir().expect("tempdir");
         let ipc = dir.path().join("turns.arrow");

@@ -4,7 +4,8 @@
 //!
 //! Needs the project venv: `infra/scripts/python-env.sh` (pyarrow 26, duckdb 2.0).
 
-use std::path::{Path, PathBuf};
+use agentrl_testkit::venv_python;
+use std::path::Path;
 use std::process::Command;
 
 use agentrl_turns::{TurnRow, TurnWriter, WriterOptions, schema};
@@ -19,29 +20,9 @@ const ROWS_PER_GROUP: usize = 1000;
 /// All-null row, all-set row, unicode and control characters, both sides of row group borders.
 const SAMPLE: &[usize] = &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 999, 1000, 1001, 2999];
 
-fn python() -> PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache")
-                });
-            cache.join("agentrl/venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run infra/scripts/python-env.sh to build the venv with pyarrow and duckdb",
-        python.display()
-    );
-    python
-}
-
 fn run_readers(args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/readers.py");
-    let out = Command::new(python())
+    let out = Command::new(venv_python())
         .arg(script)
         .args(args)
         .output()

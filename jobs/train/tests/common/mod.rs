@@ -16,23 +16,6 @@ use serde_json::{Value, json};
 /// The characters of the tests' tokenizer.
 pub const ALPHABET: &str = "0123456789+:=\nACLQR";
 
-/// The test venv's interpreter (built by `infra/scripts/python-env.sh`).
-pub fn python() -> PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
-            home.join(".cache/agentrl/venv")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run infra/scripts/python-env.sh",
-        python.display()
-    );
-    python
-}
-
 /// The path of a script in `tests/python`.
 pub fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

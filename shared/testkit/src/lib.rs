@@ -1,0 +1,41 @@
+//! Test support shared by the crates' tests and benches (a dev-dependency only, so none of
+//! it ships in a Lambda binary): where the test venv's Python is, and how to send the API
+//! Gateway fixtures of `events/` through a function's router as the Lambda runtime would.
+#![deny(missing_docs)]
+
+mod apigw;
+
+use std::path::PathBuf;
+
+pub use apigw::{fixture, invoke, invoke_json, with_body};
+
+/// The test venv's interpreter, where `infra/scripts/python-env.sh` builds it:
+/// `$AGENTRL_VENV/bin/python`, else `${XDG_CACHE_HOME:-~/.cache}/agentrl/venv/bin/python`.
+/// It may not exist yet; [`venv_python`] insists.
+pub fn venv_python_path() -> PathBuf {
+    let venv = std::env::var_os("AGENTRL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+                })
+                .join("agentrl/venv")
+        });
+    venv.join("bin/python")
+}
+
+/// The test venv's interpreter (numpy, pyarrow, DuckDB, apted, pytest: the oracles).
+///
+/// # Panics
+/// When the venv is not built, saying how to build it.
+pub fn venv_python() -> PathBuf {
+    let python = venv_python_path();
+    assert!(
+        python.is_file(),
+        "{} is missing: run infra/scripts/python-env.sh (or set AGENTRL_VENV) to build the test venv",
+        python.display()
+    );
+    python
+}
