@@ -112,7 +112,7 @@ pub struct Context<'a> {
 ///
 /// # Errors
 /// An [`InvalidInput`] when the request is malformed; what the verifier cannot judge is an
-/// [`Outcome`] with [`Status::Abstain`] or [`Status::Error`].
+/// [`Outcome`] with [`super::Status::Abstain`] or [`super::Status::Error`].
 pub fn run(request: &Request, ctx: &Context<'_>) -> Result<Outcome, InvalidInput> {
     let mut outcome = match request {
         Request::UserFeedback(r) => feedback::verify(r)?,
