@@ -4,6 +4,7 @@
 //! and `agentrl serve` runs them locally.
 
 mod routes;
+mod scoring;
 mod wire;
 
 use std::sync::Arc;

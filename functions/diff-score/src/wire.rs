@@ -2,8 +2,12 @@
 
 use std::collections::BTreeMap;
 
+use agentrl_core::FieldError;
+use agentrl_diff::Lang;
 use serde::Deserialize;
 use utoipa::ToSchema;
+
+use crate::scoring::Change;
 
 /// One side of the change.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -25,4 +29,30 @@ pub(crate) struct ScoreRequest {
     /// Parse every file as this language (`typescript`, `tsx`, `javascript`, `python`,
     /// `rust`, `go`, `java`) instead of by extension.
     pub language: Option<String>,
+}
+
+/// The language, when given, must be one the scorer parses.
+impl TryFrom<ScoreRequest> for Change {
+    type Error = FieldError;
+
+    fn try_from(body: ScoreRequest) -> Result<Self, FieldError> {
+        let lang = body
+            .language
+            .as_deref()
+            .map(|name| {
+                Lang::from_name(name).ok_or_else(|| {
+                    FieldError::new(
+                        "language",
+                        "must be one of typescript, tsx, javascript, python, rust, go, java",
+                    )
+                })
+            })
+            .transpose()?;
+        Ok(Self {
+            before: body.before.files,
+            after: body.after.files,
+            tests_passed: body.tests_passed.unwrap_or(false),
+            lang,
+        })
+    }
 }

@@ -12,6 +12,7 @@ mod ledger;
 mod paths;
 mod routes;
 mod rows;
+mod trajectories;
 mod worker;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@
 //! `event`. The routes read and steer the projections; [`Policy`] is the update loop (the
 //! `learning-policy` binary runs it on a schedule).
 
+mod agents;
 mod apply;
 mod envelope;
 mod policy;

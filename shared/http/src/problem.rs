@@ -117,6 +117,17 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl ApiError {
+    /// The answer to a failed enqueue of a request: a message the queue refuses (over its
+    /// size limit) is the client's 413; anything else as [`From<StoreError>`].
+    pub fn from_enqueue(err: StoreError) -> Self {
+        match err {
+            StoreError::Invalid(reason) => Self::new(StatusCode::PAYLOAD_TOO_LARGE, reason),
+            other => other.into(),
+        }
+    }
+}
+
 /// 400 naming the field: input that breaks a rule of the domain.
 impl From<FieldError> for ApiError {
     fn from(err: FieldError) -> Self {

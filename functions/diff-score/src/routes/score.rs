@@ -1,10 +1,14 @@
 //! `POST /v1/diffs/score`: score a change.
 
-use agentrl_diff::{InputError, Lang, Report, Request};
+use agentrl_diff::Report;
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
 use axum::{Json, extract::State};
 
-use crate::{DiffState, wire::ScoreRequest};
+use crate::{
+    DiffState,
+    scoring::{self, ScoreError},
+    wire::ScoreRequest,
+};
 
 /// Score the change from `before` to `after`.
 ///
@@ -23,31 +27,12 @@ pub(crate) async fn score(
     Tenant(tenant): Tenant,
     ValidJson(body): ValidJson<ScoreRequest>,
 ) -> Result<Json<Report>, ApiError> {
-    let lang = body
-        .language
-        .as_deref()
-        .map(|name| {
-            Lang::from_name(name).ok_or_else(|| {
-                ApiError::invalid(
-                    "language",
-                    "must be one of typescript, tsx, javascript, python, rust, go, java",
-                )
-            })
-        })
-        .transpose()?;
-    let request = Request {
-        lang,
-        tests_passed: body.tests_passed.unwrap_or(false),
-        weights: state.weights.get(&tenant).await?,
-    };
-    // Parsing and tree distances are CPU-bound: keep them off the async workers.
-    let scorer = state.scorer.clone();
-    let scored = tokio::task::spawn_blocking(move || {
-        scorer.score(&body.before.files, &body.after.files, &request)
-    })
-    .await
-    .map_err(|e| ApiError::internal(&e))?;
-    scored
-        .map(Json)
-        .map_err(|e: InputError| ApiError::invalid("files", e.to_string()))
+    let report = scoring::score(&state, &tenant, body.try_into()?)
+        .await
+        .map_err(|e| match e {
+            ScoreError::Invalid(e) => ApiError::invalid("files", e.to_string()),
+            ScoreError::Scorer(e) => ApiError::internal(&e),
+            ScoreError::Store(e) => e.into(),
+        })?;
+    Ok(Json(report))
 }

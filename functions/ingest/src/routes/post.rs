@@ -2,12 +2,14 @@
 
 use agentrl_core::trajectory::Trajectory;
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
-use agentrl_store::{StoreError, retry::now_ms};
 use axum::{Json, extract::State, http::StatusCode};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::{Envelope, TrajectoryState};
+use crate::{
+    TrajectoryState,
+    trajectories::{self, SubmitError},
+};
 
 /// The receipt of an accepted trajectory.
 #[derive(Debug, Serialize, ToSchema)]
@@ -37,18 +39,13 @@ pub(crate) async fn post(
     Tenant(tenant): Tenant,
     ValidJson(trajectory): ValidJson<Trajectory>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    trajectory.validate()?;
     let trajectory_id = trajectory.trajectory_id.clone();
-    let envelope = Envelope {
-        tenant: tenant.as_str().to_owned(),
-        received_at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
-        trajectory,
-    };
-    let body = serde_json::to_string(&envelope).map_err(|e| ApiError::internal(&e))?;
-    let message_id = state.queue.send(&body).await.map_err(|e| match e {
-        StoreError::Invalid(reason) => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, reason),
-        other => other.into(),
-    })?;
+    let message_id = trajectories::submit(&state.queue, &tenant, trajectory)
+        .await
+        .map_err(|e| match e {
+            SubmitError::Invalid(e) => e.into(),
+            SubmitError::Queue(e) => ApiError::from_enqueue(e),
+        })?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {

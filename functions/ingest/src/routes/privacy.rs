@@ -5,7 +5,10 @@ use axum::{Json, extract::State};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::{TrajectoryState, ledger};
+use crate::{
+    TrajectoryState,
+    trajectories::{self, PrivacySpend},
+};
 
 /// The tenant's privacy accounting.
 #[derive(Debug, Serialize, ToSchema)]
@@ -25,13 +28,8 @@ pub(crate) async fn budget(
     State(state): State<TrajectoryState>,
     Tenant(tenant): Tenant,
 ) -> Result<Json<Budget>, ApiError> {
-    let spent = ledger::spent(state.table.as_ref(), &tenant).await?;
-    let budget = state
-        .configs
-        .get(&tenant)
-        .await?
-        .differential_privacy
-        .map(|dp| dp.budget);
+    let PrivacySpend { spent, budget } =
+        trajectories::privacy_spend(state.table.as_ref(), &state.configs, &tenant).await?;
     Ok(Json(Budget {
         spent,
         budget,

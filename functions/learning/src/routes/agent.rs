@@ -2,7 +2,6 @@
 
 use agentrl_core::learning::{AgentProjection, AgentSettings, Relationship};
 use agentrl_http::{ApiError, Problem, Tenant};
-use agentrl_store::retry::now_ms;
 use axum::{
     Json,
     extract::{Path, State},
@@ -10,10 +9,7 @@ use axum::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::{LearningState, repo::ShadowEntry};
-
-/// Relationships listed with an agent (the strongest).
-const RELATIONSHIPS_SHOWN: usize = 20;
+use crate::{LearningState, agents, repo::ShadowEntry};
 
 /// One user's relationship with the agent.
 #[derive(Debug, Serialize, ToSchema)]
@@ -57,30 +53,20 @@ pub(crate) async fn read(
     Tenant(tenant): Tenant,
     Path(agent): Path<String>,
 ) -> Result<Json<LearningView>, ApiError> {
-    let (doc, Some(_)) = state.repo.agent(&tenant, &agent).await? else {
-        return Err(ApiError::not_found("agent"));
-    };
-    let config = state.repo.config(&tenant).await?;
-    let mut projection = doc.projection;
-    // Expired high-quality interactions and old days are dropped as of now, not as of the
-    // last event.
-    projection.prune(i64::try_from(now_ms()).unwrap_or(i64::MAX), &config);
-    let relationships = state
-        .repo
-        .relationships(&tenant, &agent, RELATIONSHIPS_SHOWN)
-        .await?
-        .into_iter()
-        .map(|(user_id, relationship)| RelationshipView {
-            user_id,
-            relationship,
-        })
-        .collect();
+    let learned = agents::read(&state.repo, &tenant, &agent).await?;
     Ok(Json(LearningView {
         agent_id: agent,
-        projection,
-        settings: doc.settings,
-        relationships,
-        shadow_log: doc.shadow_log,
-        pending: doc.pending,
+        projection: learned.projection,
+        settings: learned.settings,
+        relationships: learned
+            .relationships
+            .into_iter()
+            .map(|(user_id, relationship)| RelationshipView {
+                user_id,
+                relationship,
+            })
+            .collect(),
+        shadow_log: learned.shadow_log,
+        pending: learned.pending,
     }))
 }

@@ -2,13 +2,13 @@
 
 use agentrl_core::learning::Event;
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
-use agentrl_store::{StoreError, retry::now_ms};
+use agentrl_store::retry::now_ms;
 use axum::{Json, extract::State, http::StatusCode};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::{EventEnvelope, LearningState};
+use crate::{LearningState, agents};
 
 /// Most events one request may carry.
 pub(crate) const MAX_EVENTS: usize = 100;
@@ -93,21 +93,9 @@ pub(crate) async fn post(
         }
         other => vec![event("", other, now)?],
     };
-    let bodies = events
-        .iter()
-        .map(|event| {
-            serde_json::to_string(&EventEnvelope {
-                tenant: tenant.as_str().to_owned(),
-                received_at_ms: now,
-                event: event.clone(),
-            })
-            .map_err(|e| ApiError::internal(&e))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let ids = state.queue.send_batch(&bodies).await.map_err(|e| match e {
-        StoreError::Invalid(reason) => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, reason),
-        other => other.into(),
-    })?;
+    let ids = agents::submit(&state.queue, &tenant, &events, now)
+        .await
+        .map_err(ApiError::from_enqueue)?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {

@@ -7,7 +7,7 @@ use axum::{
     extract::{Path, State},
 };
 
-use crate::LearningState;
+use crate::{LearningState, agents};
 
 /// Read what is known about one reply: its traits, the feedback it got, and its reward (the
 /// placeholder until feedback arrives, then the mean of its feedback rewards).
@@ -25,8 +25,6 @@ pub(crate) async fn read(
     Tenant(tenant): Tenant,
     Path((agent, message)): Path<(String, String)>,
 ) -> Result<Json<ReplyLedger>, ApiError> {
-    match state.repo.reply(&tenant, &agent, &message).await? {
-        (ledger, Some(_)) => Ok(Json(ledger)),
-        (_, None) => Err(ApiError::not_found("reply")),
-    }
+    let ledger = agents::reply(&state.repo, &tenant, &agent, &message).await?;
+    Ok(Json(ledger))
 }

@@ -8,7 +8,7 @@ use axum::{
     extract::{Path, State},
 };
 
-use crate::LearningState;
+use crate::{LearningState, agents};
 
 /// Set an agent's operator settings: `trusted` (its autonomy may grow) and `shadow` (updates
 /// are planned and recorded but not applied). Allowed before the agent's first event.
@@ -25,11 +25,8 @@ pub(crate) async fn put_settings(
     Path(agent): Path<String>,
     ValidJson(settings): ValidJson<AgentSettings>,
 ) -> Result<Json<AgentSettings>, ApiError> {
-    let doc = state
-        .repo
-        .modify_agent(&tenant, &agent, true, |doc| doc.settings = settings.clone())
-        .await?;
-    Ok(Json(doc.map(|d| d.settings).unwrap_or(settings)))
+    let settings = agents::put_settings(&state.repo, &tenant, &agent, settings).await?;
+    Ok(Json(settings))
 }
 
 /// Lift a freeze after review: updates apply again from the next run.
@@ -44,10 +41,6 @@ pub(crate) async fn unfreeze(
     Tenant(tenant): Tenant,
     Path(agent): Path<String>,
 ) -> Result<Json<AgentSettings>, ApiError> {
-    state
-        .repo
-        .modify_agent(&tenant, &agent, false, |doc| doc.projection.unfreeze())
-        .await?
-        .map(|d| Json(d.settings))
-        .ok_or_else(|| ApiError::not_found("agent"))
+    let settings = agents::unfreeze(&state.repo, &tenant, &agent).await?;
+    Ok(Json(settings))
 }

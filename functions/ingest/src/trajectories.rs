@@ -1,0 +1,63 @@
+//! The trajectory API's use cases: enqueue a validated trajectory for the worker, and read
+//! the tenant's privacy accounting. Turning trajectories into rows is the worker's.
+
+use std::sync::Arc;
+
+use agentrl_core::{FieldError, TenantId, trajectory::Trajectory};
+use agentrl_store::{
+    StoreError,
+    ports::{Queue, Table},
+    retry::now_ms,
+    tenant_config::TenantConfig,
+};
+
+use crate::{Envelope, IngestConfig, ledger};
+
+/// Why a trajectory was not enqueued.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SubmitError {
+    #[error(transparent)]
+    Invalid(#[from] FieldError),
+    /// [`StoreError::Invalid`] when the queue refuses the message (too large).
+    #[error(transparent)]
+    Queue(#[from] StoreError),
+}
+
+/// The ε a tenant has spent, and its budget when differential privacy is on.
+pub(crate) struct PrivacySpend {
+    pub spent: f64,
+    pub budget: Option<f64>,
+}
+
+/// Validates `trajectory` in full, then enqueues it in an envelope naming the tenant and the
+/// receipt time; returns the message id.
+pub(crate) async fn submit(
+    queue: &Arc<dyn Queue>,
+    tenant: &TenantId,
+    trajectory: Trajectory,
+) -> Result<String, SubmitError> {
+    trajectory.validate()?;
+    let envelope = Envelope {
+        tenant: tenant.as_str().to_owned(),
+        received_at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
+        trajectory,
+    };
+    let body = serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
+    Ok(queue.send(&body).await?)
+}
+
+/// The tenant's privacy accounting.
+pub(crate) async fn privacy_spend(
+    table: &dyn Table,
+    configs: &TenantConfig<IngestConfig>,
+    tenant: &TenantId,
+) -> Result<PrivacySpend, StoreError> {
+    Ok(PrivacySpend {
+        spent: ledger::spent(table, tenant).await?,
+        budget: configs
+            .get(tenant)
+            .await?
+            .differential_privacy
+            .map(|dp| dp.budget),
+    })
+}
