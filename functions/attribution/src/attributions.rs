@@ -13,8 +13,7 @@ use agentrl_store::{StoreError, retry::now_ms};
 
 use crate::{
     compute::{AttributionRecord, Job},
-    repo::AttributionRepo,
-    wire::ContributionEntry,
+    repo::{AttributionRepo, ContributionEntry},
 };
 
 /// Why an attribution operation did not happen (the operations fail in the same few ways).

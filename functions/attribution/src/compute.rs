@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     MAX_COALITION_ENTRIES, MAX_SAMPLING_WORK, MIN_PERMUTATIONS,
-    wire::{AttributionView, CreateAttributionBody, MethodBody, MethodName, RewardStats, Strategy},
+    model::{MethodName, RewardStats, Strategy},
+    wire::{AttributionView, CreateAttributionBody, MethodBody},
 };
 
 /// An attribution as stored: vectors in the order of `agents` (compact; the view makes maps).

@@ -21,6 +21,7 @@
 
 mod attributions;
 mod compute;
+mod model;
 mod repo;
 mod routes;
 mod sessions;

@@ -20,14 +20,26 @@ use agentrl_store::{
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use crate::{
-    MAX_SESSION_BYTES, SESSION_PART_BYTES,
-    compute::AttributionRecord,
-    wire::{ContributionEntry, Strategy},
-};
+use crate::{MAX_SESSION_BYTES, SESSION_PART_BYTES, compute::AttributionRecord, model::Strategy};
 
 /// How long a session is kept after its last change.
 pub const SESSION_RETENTION_SECONDS: u64 = 30 * 24 * 3600;
+
+/// A contribution as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct ContributionEntry {
+    /// Unique id of the entry.
+    pub id: String,
+    pub agent_id: String,
+    pub task_id: String,
+    pub quality_before: f64,
+    pub quality_after: f64,
+    pub effort_ratio: f64,
+    pub impact_multiplier: f64,
+    pub timestamp_ms: u64,
+    /// (quality_after − quality_before) × impact_multiplier / max(effort_ratio, 1e-6).
+    pub score: f64,
+}
 
 /// A session's metadata (the sampler state is stored beside it in parts).
 #[derive(Debug, Clone, Serialize, Deserialize)]

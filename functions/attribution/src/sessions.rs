@@ -17,8 +17,9 @@ use agentrl_store::{
 use crate::{
     MIN_PERMUTATIONS,
     compute::{AttributionRecord, coalition, coalition_members, shape},
+    model::{MethodName, Strategy},
     repo::{AttributionRepo, SessionHead},
-    wire::{MethodName, SamplingParams, Strategy, agent_index},
+    wire::{SamplingParams, agent_index},
 };
 
 /// A session to start, as parsed from the request.

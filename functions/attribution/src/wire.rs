@@ -2,10 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentrl_core::{
-    FieldError,
-    attribution::{DistributionStats, Shaping},
-};
+use agentrl_core::FieldError;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -13,72 +10,13 @@ use crate::{
     DEFAULT_BATCH_SIZE, DEFAULT_MAX_PERMUTATIONS, DEFAULT_SEED, DEFAULT_TARGET_ERROR,
     MAX_AGENT_ID_CHARS, MAX_AGENTS, MAX_BATCH_SIZE, MAX_PERMUTATIONS, MAX_TASK_ID_CHARS,
     attributions::NewContribution,
+    model::{MethodName, RewardStats, Strategy, StrategyName},
+    repo::ContributionEntry,
     sessions::{Measured, NewSession},
 };
 
 /// Task ids that would collide with a literal route under `/v1/attributions/`.
 const RESERVED_TASK_IDS: [&str; 2] = ["stats", "sessions"];
-
-/// A strategy by name, with default parameters.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum StrategyName {
-    Linear,
-    Exponential,
-    Sigmoid,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-/// A reward-shaping strategy with its parameters (the form every response uses).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub(crate) enum Strategy {
-    /// Proportional to credit, shifted to a minimum of 0 when any credit is negative.
-    // A struct variant so that unknown fields are refused here too.
-    Linear {},
-    /// Proportional to exp((z − max z)/temperature) of the standardised credits.
-    Exponential {
-        /// τ > 0 (default 1).
-        #[serde(default = "one")]
-        temperature: f64,
-    },
-    /// Proportional to 1/(1 + e^(−steepness·(z − midpoint))).
-    Sigmoid {
-        /// k ≥ 0 (default 1).
-        #[serde(default = "one")]
-        steepness: f64,
-        /// x0 (default 0).
-        #[serde(default)]
-        midpoint: f64,
-    },
-}
-
-impl Strategy {
-    pub(crate) fn name(self) -> StrategyName {
-        match self {
-            Self::Linear {} => StrategyName::Linear,
-            Self::Exponential { .. } => StrategyName::Exponential,
-            Self::Sigmoid { .. } => StrategyName::Sigmoid,
-        }
-    }
-
-    pub(crate) fn shaping(self) -> Shaping {
-        match self {
-            Self::Linear {} => Shaping::Linear,
-            Self::Exponential { temperature } => Shaping::Exponential { temperature },
-            Self::Sigmoid {
-                steepness,
-                midpoint,
-            } => Shaping::Sigmoid {
-                steepness,
-                midpoint,
-            },
-        }
-    }
-}
 
 /// `"linear"`, `"exponential"`, `"sigmoid"`, or an object with `kind` and parameters.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
@@ -132,18 +70,6 @@ pub(crate) enum MethodBody {
     /// Exact: enumeration of a table, or the closed form.
     Exact,
     /// Permutation sampling with error bars.
-    MonteCarlo,
-}
-
-/// How an attribution was computed.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum MethodName {
-    /// Enumeration of every coalition of a table.
-    Exact,
-    /// The closed form of an additive or pairwise game.
-    ClosedForm,
-    /// Permutation sampling.
     MonteCarlo,
 }
 
@@ -293,27 +219,6 @@ pub(crate) fn total_reward_ok(v: f64) -> Result<(), FieldError> {
         return Err(FieldError::new("total_reward", "must be finite and ≥ 0"));
     }
     Ok(())
-}
-
-/// Min, max, mean and Gini coefficient of the shaped rewards.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
-pub(crate) struct RewardStats {
-    pub min: f64,
-    pub max: f64,
-    pub mean: f64,
-    /// 0 for an equal split, up to 1 − 1/n when one agent gets everything.
-    pub gini: f64,
-}
-
-impl From<DistributionStats> for RewardStats {
-    fn from(s: DistributionStats) -> Self {
-        Self {
-            min: s.min,
-            max: s.max,
-            mean: s.mean,
-            gini: s.gini,
-        }
-    }
 }
 
 /// A stored attribution.
@@ -508,8 +413,8 @@ impl TryFrom<ContributionBody> for NewContribution {
 }
 
 /// A recorded contribution.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq)]
-pub(crate) struct ContributionEntry {
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub(crate) struct ContributionEntryView {
     /// Unique id of the entry.
     pub id: String,
     pub agent_id: String,
@@ -527,7 +432,7 @@ pub(crate) struct ContributionEntry {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ContributionView {
     pub score: f64,
-    pub entry: ContributionEntry,
+    pub entry: ContributionEntryView,
     /// Oldest entries deleted because the tenant's history was over its cap.
     pub evicted: u64,
 }
@@ -604,6 +509,22 @@ impl From<SessionValuesBody> for Vec<Measured> {
                 value: v.value,
             })
             .collect()
+    }
+}
+
+impl From<ContributionEntry> for ContributionEntryView {
+    fn from(e: ContributionEntry) -> Self {
+        Self {
+            id: e.id,
+            agent_id: e.agent_id,
+            task_id: e.task_id,
+            quality_before: e.quality_before,
+            quality_after: e.quality_after,
+            effort_ratio: e.effort_ratio,
+            impact_multiplier: e.impact_multiplier,
+            timestamp_ms: e.timestamp_ms,
+            score: e.score,
+        }
     }
 }
 

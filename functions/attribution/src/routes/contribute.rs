@@ -32,7 +32,7 @@ pub(crate) async fn contribute(
         StatusCode::CREATED,
         Json(ContributionView {
             score: entry.score,
-            entry,
+            entry: entry.into(),
             evicted,
         }),
     ))

@@ -11,7 +11,8 @@ use super::window;
 use crate::{
     AttributionState, attributions,
     compute::AttributionRecord,
-    wire::{StatsView, StrategyName, StrategyStatsView},
+    model::StrategyName,
+    wire::{StatsView, StrategyStatsView},
 };
 
 /// Query string of the statistics.
