@@ -53,6 +53,12 @@ async fn attributions_sessions_and_rankings_work_on_dynamodb() {
         .map(|a| a["task_id"].as_str().unwrap())
         .collect();
     assert_eq!(tasks, ["task-0", "task-1", "task-2"]);
+    let (status, problem) = s.a("GET", "/v1/attributions?cursor=not-ours", None).await;
+    assert_eq!(
+        (status, problem["field"].as_str()),
+        (400, Some("cursor")),
+        "{problem}"
+    );
 
     // An interactive session: post the true values of what it proposes until it is done.
     let agents: Vec<String> = (0..6).map(|i| format!("g{i}")).collect();

@@ -189,6 +189,14 @@ async fn rewards_end_to_end(s: &Stack) {
         .send("GET", "/v1/training-examples", Some(&s.key_b), None)
         .await;
     assert_eq!(page["examples"], json!([]));
+    let (status, problem) = s
+        .a("GET", "/v1/training-examples?cursor=not-ours", None)
+        .await;
+    assert_eq!(
+        (status, problem["field"].as_str()),
+        (400, Some("cursor")),
+        "{problem}"
+    );
 }
 
 /// Concurrent verifications of one execution all count, and the stored reward is the one

@@ -71,19 +71,17 @@ pub(crate) async fn read(
 }
 
 /// One page of the history in `window`, oldest first, and the next cursor.
+///
+/// # Errors
+/// [`StoreError::Invalid`] for a cursor the store cannot use.
 pub(crate) async fn history(
     repo: &AttributionRepo,
     tenant: &TenantId,
     window: (u64, u64),
     limit: usize,
     cursor: Option<String>,
-) -> Result<(Vec<AttributionRecord>, Option<String>), AttributionError> {
-    repo.history(tenant, window, limit, cursor)
-        .await
-        .map_err(|e| match e {
-            StoreError::Invalid(reason) => FieldError::new("cursor", reason).into(),
-            e => e.into(),
-        })
+) -> Result<(Vec<AttributionRecord>, Option<String>), StoreError> {
+    repo.history(tenant, window, limit, cursor).await
 }
 
 /// Calls `each` with every attribution of the window, oldest first, a page at a time.

@@ -234,6 +234,9 @@ pub(crate) async fn verify(
 }
 
 /// One page of the tenant's training examples and the next cursor.
+///
+/// # Errors
+/// [`StoreError::Invalid`] for a cursor the store cannot use.
 pub(crate) async fn examples(
     repo: &RewardRepo,
     tenant: &TenantId,

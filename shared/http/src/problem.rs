@@ -126,6 +126,16 @@ impl ApiError {
             other => other.into(),
         }
     }
+
+    /// The answer to a failed page query: the store refuses a page request only for its
+    /// cursor (one it did not issue, or one of another query), so that is the client's 400
+    /// on `cursor`; anything else as [`From<StoreError>`].
+    pub fn from_page_query(err: StoreError) -> Self {
+        match err {
+            StoreError::Invalid(reason) => Self::invalid("cursor", reason),
+            other => other.into(),
+        }
+    }
 }
 
 /// 400 naming the field: input that breaks a rule of the domain.

@@ -49,7 +49,8 @@ pub(crate) async fn export(
         limit,
         params.cursor.clone(),
     )
-    .await?;
+    .await
+    .map_err(ApiError::from_page_query)?;
     let mut body = String::new();
     for r in &records {
         let line = serde_json::to_string(&r.view()).map_err(|e| ApiError::internal(&e))?;

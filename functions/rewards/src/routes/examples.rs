@@ -6,7 +6,6 @@ use agentrl_http::{
     ApiError, Problem, Tenant,
     query::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit, link_next},
 };
-use agentrl_store::StoreError;
 use axum::{
     Json,
     extract::{Query, State},
@@ -68,10 +67,7 @@ impl ExampleParams {
             self.cursor.clone(),
         )
         .await
-        .map_err(|e| match e {
-            StoreError::Invalid(reason) => ApiError::invalid("cursor", reason),
-            e => e.into(),
-        })?;
+        .map_err(ApiError::from_page_query)?;
         Ok((examples.into_iter().map(Into::into).collect(), next, limit))
     }
 }
