@@ -178,56 +178,58 @@ pub(crate) async fn verify(
         created_at_ms: now,
     };
     // The first attempt uses the read above; a lost race reads again.
-    let first = &std::sync::Mutex::new(Some((execution, version)));
+    let mut first = Some((execution, version));
     let config = &config;
-    optimistic(move || async move {
-        let taken = first.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let (mut execution, version) = match taken {
-            Some(read) => read,
-            None => read_versioned(repo, tenant, id).await?,
-        };
-        if execution.verifications >= MAX_VERIFICATIONS {
-            return Err(VerifyError::Full);
-        }
-        let mut outcomes: Vec<_> = repo
-            .verifications(tenant, id)
-            .await?
-            .into_iter()
-            .map(|v| v.outcome)
-            .collect();
-        outcomes.push(verification.outcome.clone());
-        let c = composite(&outcomes);
-        let previous = execution.example_type;
-        execution.verifications += 1;
-        execution.reward = c.reward;
-        execution.example_type = c.reward.map(|r| classify(r, &config.examples));
-        let example = c
-            .reward
-            .zip(execution.example_type)
-            .map(|(reward, kind)| Example {
-                execution_id: execution.execution_id.clone(),
-                agent_id: execution.agent_id.clone(),
-                agent_version: execution.agent_version.clone(),
-                prompt: execution.input.clone(),
-                completion: execution.output.clone(),
-                reward,
-                confidence: c.confidence,
-                kind,
-                updated_at_ms: now,
-            });
-        match repo
-            .record(
-                tenant,
-                (&execution, version),
-                previous,
-                verification,
-                example.as_ref(),
-            )
-            .await
-        {
-            Ok(()) => Ok(verification.clone()),
-            Err(RecordError::ExecutionChanged) => Err(VerifyError::Contended),
-            Err(RecordError::Store(e)) => Err(e.into()),
+    optimistic(move || {
+        let first = first.take();
+        async move {
+            let (mut execution, version) = match first {
+                Some(read) => read,
+                None => read_versioned(repo, tenant, id).await?,
+            };
+            if execution.verifications >= MAX_VERIFICATIONS {
+                return Err(VerifyError::Full);
+            }
+            let mut outcomes: Vec<_> = repo
+                .verifications(tenant, id)
+                .await?
+                .into_iter()
+                .map(|v| v.outcome)
+                .collect();
+            outcomes.push(verification.outcome.clone());
+            let c = composite(&outcomes);
+            let previous = execution.example_type;
+            execution.verifications += 1;
+            execution.reward = c.reward;
+            execution.example_type = c.reward.map(|r| classify(r, &config.examples));
+            let example = c
+                .reward
+                .zip(execution.example_type)
+                .map(|(reward, kind)| Example {
+                    execution_id: execution.execution_id.clone(),
+                    agent_id: execution.agent_id.clone(),
+                    agent_version: execution.agent_version.clone(),
+                    prompt: execution.input.clone(),
+                    completion: execution.output.clone(),
+                    reward,
+                    confidence: c.confidence,
+                    kind,
+                    updated_at_ms: now,
+                });
+            match repo
+                .record(
+                    tenant,
+                    (&execution, version),
+                    previous,
+                    verification,
+                    example.as_ref(),
+                )
+                .await
+            {
+                Ok(()) => Ok(verification.clone()),
+                Err(RecordError::ExecutionChanged) => Err(VerifyError::Contended),
+                Err(RecordError::Store(e)) => Err(e.into()),
+            }
         }
     })
     .await
