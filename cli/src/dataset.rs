@@ -35,9 +35,14 @@ pub async fn run(args: &BuildArgs) -> anyhow::Result<()> {
     };
     let stores = Stores::embedded(&args.data_dir)?;
     let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
-    let manifests =
-        agentrl_dataset::build(stores.objects.as_ref(), stores.events.as_ref(), &rules, now)
-            .await?;
+    let manifests = agentrl_dataset::build(
+        stores.objects.as_ref(),
+        stores.events.as_ref(),
+        stores.training.as_ref(),
+        &rules,
+        now,
+    )
+    .await?;
     if manifests.is_empty() {
         eprintln!("no tenant has agents that meet the rules: no dataset written");
     }

@@ -56,6 +56,23 @@ async fn stores(args: &ServeArgs) -> anyhow::Result<Stores> {
     }
 }
 
+/// Training jobs: child processes of this binary (on the data directory's objects, or on the
+/// bucket's under `--aws`), or AWS Batch under `--aws` when `AGENTRL_BATCH_JOB_QUEUE` is set.
+async fn launch(args: &ServeArgs) -> anyhow::Result<stack::Launch> {
+    if !args.aws {
+        return stack::Launch::embedded(&args.data_dir);
+    }
+    if std::env::var_os("AGENTRL_BATCH_JOB_QUEUE").is_some() {
+        let batch = agentrl_training::launch::BatchLauncher::from_env().await?;
+        return Ok(stack::Launch::Remote(std::sync::Arc::new(batch)));
+    }
+    let bucket = agentrl_store::required_env("AGENTRL_BUCKET")?;
+    stack::Launch::this_binary(
+        agentrl_training::launch::Storage::Bucket(bucket),
+        args.data_dir.join("training-logs"),
+    )
+}
+
 /// Serves until SIGINT or SIGTERM, then drains in-flight requests and exits.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init();
@@ -70,11 +87,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let stores = stores(&args).await?;
     let pseudonyms = if args.aws {
-        agentrl_ingest::pseudonyms_from_env()?
+        agentrl_http::lambda::pseudonyms_from_env()?
     } else {
         crate::secret::local_pseudonyms(&args.data_dir)?
     };
-    let running = stack::start(args.addr, stores, auth, metrics, pseudonyms).await?;
+    let launch = launch(&args).await?;
+    let running = stack::start(args.addr, stores, auth, metrics, pseudonyms, launch).await?;
     tracing::info!(addr = %running.addr, embedded = !args.aws, "agentrl listening");
     eprintln!("agentrl listening on http://{}", running.addr);
     shutdown_signal().await?;

@@ -1,7 +1,7 @@
 //! The local stack: every function's routes over one set of stores, plus the in-process
 //! schedules and the queue worker that Lambda's SQS trigger is on AWS.
 
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use agentrl_core::privacy::Pseudonymizer;
 use agentrl_http::sqs::{DrainOptions, drain};
@@ -15,6 +15,9 @@ use agentrl_http::{AppOptions, Auth, Metrics, app};
 use agentrl_learning::LearningState;
 use agentrl_rewards::RewardState;
 use agentrl_store::Stores;
+use agentrl_training::{
+    Launcher, LocalLauncher, LocalRunner, TrainingConsumer, TrainingState, launch::Storage,
+};
 use anyhow::Context;
 use tokio::{net::TcpListener, sync::watch};
 
@@ -23,8 +26,55 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// How often the policy update loop visits the pending agents (the template's schedule).
 const POLICY_EVERY: Duration = Duration::from_secs(15 * 60);
 
+/// How the stack runs training jobs.
+pub enum Launch {
+    /// As child processes, one at a time: `program ARGS… run …` (the `agentrl train` command
+    /// line) on the objects of `storage`, logging to `logs/RUN.log`.
+    Local {
+        /// The trainer's program and the arguments before `run`.
+        command: (PathBuf, Vec<String>),
+        /// Where the jobs' objects are.
+        storage: Storage,
+        /// Where the jobs' logs go.
+        logs: PathBuf,
+    },
+    /// Through another launcher (AWS Batch).
+    Remote(Arc<dyn Launcher>),
+}
+
+impl Launch {
+    /// `agentrl train` of this very binary, on the objects of `storage`, logging under `logs`.
+    ///
+    /// # Errors
+    /// When the running executable cannot be found.
+    pub fn this_binary(storage: Storage, logs: PathBuf) -> anyhow::Result<Self> {
+        let program = std::env::current_exe().context("finding the agentrl executable")?;
+        Ok(Self::Local {
+            command: (program, vec!["train".to_owned()]),
+            storage,
+            logs,
+        })
+    }
+
+    /// [`Launch::this_binary`] over the embedded store of `data_dir`.
+    ///
+    /// # Errors
+    /// When the running executable cannot be found.
+    pub fn embedded(data_dir: &std::path::Path) -> anyhow::Result<Self> {
+        Self::this_binary(
+            Storage::Dir(data_dir.join("objects")),
+            data_dir.join("training-logs"),
+        )
+    }
+}
+
 /// The composed application of every function.
-pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Router {
+pub fn application(
+    stores: &Stores,
+    auth: Auth,
+    metrics: Metrics,
+    training: TrainingState,
+) -> axum::Router {
     let services = vec![
         agentrl_budget::service(BudgetState::new(stores.table.clone())),
         agentrl_attribution::service(AttributionState::new(stores.table.clone())),
@@ -39,6 +89,7 @@ pub fn application(stores: &Stores, auth: Auth, metrics: Metrics) -> axum::Route
             stores.queue.clone(),
             stores.events.clone(),
         )),
+        agentrl_training::service(training),
     ];
     app(
         services,
@@ -70,20 +121,58 @@ impl Running {
 }
 
 /// Binds `addr` and serves `stores` until [`Running::stop`]; the ingest worker drains the work
-/// queue meanwhile, pseudonymising with `pseudonyms`.
+/// queue meanwhile, pseudonymising with `pseudonyms`, the training consumer drains the
+/// training queue, and training jobs run as `launch` says.
 pub async fn start(
     addr: SocketAddr,
     stores: Stores,
     auth: Auth,
     metrics: Metrics,
     pseudonyms: Arc<Pseudonymizer>,
+    launch: Launch,
 ) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
-    let router = application(&stores, auth, metrics);
+    let (launcher, local): (Arc<dyn Launcher>, _) = match launch {
+        Launch::Local {
+            command,
+            storage,
+            logs,
+        } => {
+            let (launcher, jobs) = LocalLauncher::new();
+            (Arc::new(launcher), Some((jobs, command, storage, logs)))
+        }
+        Launch::Remote(launcher) => (launcher, None),
+    };
+    let training = TrainingState::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        launcher,
+        pseudonyms.clone(),
+    );
+    let router = application(&stores, auth, metrics, training.clone());
     let (stop, mut stopped) = watch::channel(false);
+    let runner = local.map(|(jobs, command, storage, logs)| {
+        let runner = LocalRunner::new(jobs, command, storage, logs, training.clone());
+        tokio::spawn(runner.run(stop.subscribe()))
+    });
+    let training_stopped = stop.subscribe();
+    let consumer = TrainingConsumer::new(training, stores.training.clone());
+    let training_queue = stores.training.clone();
+    let ready = tokio::spawn(async move {
+        let options = DrainOptions {
+            max_messages: 10,
+            ..DrainOptions::default()
+        };
+        while !*training_stopped.borrow() {
+            if let Err(e) = drain(&consumer, training_queue.as_ref(), options).await {
+                tracing::warn!(error = %e, "the training consumer could not read its queue");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    });
     let mut sweep_stopped = stop.subscribe();
     let worker_stopped = stop.subscribe();
     let worker = QueueWorker::new(
@@ -133,6 +222,10 @@ pub async fn start(
             .context("serving")?;
         sweeper.await.context("the sweeper panicked")?;
         worker.await.context("the ingest worker panicked")?;
+        ready.await.context("the training consumer panicked")?;
+        if let Some(runner) = runner {
+            runner.await.context("the training runner panicked")?;
+        }
         Ok(())
     });
     Ok(Running { addr, stop, task })

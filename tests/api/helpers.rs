@@ -4,6 +4,8 @@ use agentrl::stack::{self, Running};
 use agentrl_core::TenantId;
 use agentrl_http::{Auth, Metrics};
 use agentrl_store::Stores;
+use std::path::Path;
+
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -21,14 +23,31 @@ pub struct Stack {
 pub async fn spawn_stack() -> Stack {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
-    spawn_on(stores, Some(dir)).await
+    let launch = stand_in_trainer(dir.path());
+    spawn_launching(stores, Some(dir), launch).await
+}
+
+/// The stack on the embedded store in `dir` (kept after the stack stops, for a restart).
+pub async fn spawn_stack_in(dir: &Path) -> Stack {
+    let stores = Stores::embedded(dir).unwrap();
+    spawn_launching(stores, None, stand_in_trainer(dir)).await
 }
 
 pub async fn spawn_aws_stack() -> Stack {
-    spawn_on(agentrl_tests::aws_stores().await, None).await
+    let dir = tempfile::tempdir().unwrap();
+    let launch = stand_in_trainer(dir.path());
+    spawn_launching(agentrl_tests::aws_stores().await, Some(dir), launch).await
 }
 
-async fn spawn_on(stores: Stores, dir: Option<TempDir>) -> Stack {
+/// The stack on `stores`, its training jobs started by `launcher`.
+pub async fn spawn_with_launcher(
+    stores: Stores,
+    launcher: std::sync::Arc<dyn agentrl_training::Launcher>,
+) -> Stack {
+    spawn_launching(stores, None, stack::Launch::Remote(launcher)).await
+}
+
+async fn spawn_launching(stores: Stores, dir: Option<TempDir>, launch: stack::Launch) -> Stack {
     let key_a = format!("key-a-{}", uuid::Uuid::new_v4());
     let key_b = format!("key-b-{}", uuid::Uuid::new_v4());
     let auth = Auth::api_keys([
@@ -44,6 +63,7 @@ async fn spawn_on(stores: Stores, dir: Option<TempDir>) -> Stack {
         auth,
         Metrics::Off,
         pseudonyms,
+        launch,
     )
     .await
     .unwrap();
@@ -55,6 +75,28 @@ async fn spawn_on(stores: Stores, dir: Option<TempDir>) -> Stack {
         stores,
         running: Some(running),
         _dir: dir,
+    }
+}
+
+/// Training jobs of the API tests: a stand-in for `agentrl train run` (the demo trains for
+/// real; only it finds the `agentrl` binary). It notes each start in a `starts` file of the
+/// run's output directory (under `root/objects`, as the trainer writes there), then runs
+/// until stopped, or exits 3 at once when the job's config holds `"fail"`: the service's run
+/// life cycle (queued, running, cancelled, failed, resumed after a restart) is tested
+/// against a real child process.
+fn stand_in_trainer(root: &Path) -> stack::Launch {
+    let script = r#"all="$*"
+while [ $# -gt 0 ]; do [ "$1" = "--out" ] && out="$2"; shift; done
+mkdir -p "$out" && echo started >> "$out/starts"
+case "$all" in *fail*) echo "stand-in trainer failed as asked" >&2; exit 3;; esac
+exec sleep 120"#;
+    stack::Launch::Local {
+        command: (
+            "sh".into(),
+            vec!["-c".into(), script.into(), "stand-in-trainer".into()],
+        ),
+        storage: agentrl_training::launch::Storage::Dir(root.join("objects")),
+        logs: root.join("training-logs"),
     }
 }
 

@@ -2,6 +2,7 @@
 //! same routes over DynamoDB on moto.
 
 mod attribution;
+mod batch;
 mod budgets;
 mod concurrency;
 mod helpers;
@@ -9,3 +10,4 @@ mod idempotency;
 mod learning;
 mod plumbing;
 mod rewards;
+mod training;

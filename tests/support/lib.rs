@@ -80,6 +80,13 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
     )
     .await
     .expect("create event queue on moto");
+    let (training_queue_url, training_dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &unique("training"),
+        max_receives,
+    )
+    .await
+    .expect("create training queue on moto");
     let bucket = unique("agentrl");
     create_bucket(&moto_endpoint(), &bucket)
         .await
@@ -92,6 +99,8 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
             dlq_url,
             events_queue_url,
             events_dlq_url,
+            training_queue_url,
+            training_dlq_url,
             bucket,
         },
     )
@@ -118,6 +127,12 @@ pub async fn aws() -> Ports {
 
 /// A full AWS store set on fresh moto resources (for the API over DynamoDB).
 pub async fn aws_stores() -> Stores {
+    aws_stores_on().await.0
+}
+
+/// [`aws_stores`] with the settings and names of its resources.
+pub async fn aws_stores_on() -> (Stores, AwsSettings, AwsResources) {
     let (settings, r) = aws_resources(agentrl_store::MAX_RECEIVES).await;
-    Stores::aws(&settings, &r).await.expect("aws stores")
+    let stores = Stores::aws(&settings, &r).await.expect("aws stores");
+    (stores, settings, r)
 }

@@ -95,10 +95,15 @@ pub async fn datasets_split_by_conversation_without_duplicates(stores: &Stores) 
         ..Rules::default()
     };
     let now = NOON + 3_600_000;
-    let manifests =
-        agentrl_dataset::build(stores.objects.as_ref(), stores.events.as_ref(), &rules, now)
-            .await
-            .unwrap();
+    let manifests = agentrl_dataset::build(
+        stores.objects.as_ref(),
+        stores.events.as_ref(),
+        stores.training.as_ref(),
+        &rules,
+        now,
+    )
+    .await
+    .unwrap();
     assert_eq!(manifests.len(), 2, "one dataset per tenant");
     let a = manifests
         .iter()
@@ -174,33 +179,28 @@ pub async fn datasets_split_by_conversation_without_duplicates(stores: &Stores) 
         (Some("t-0"), Some("t-1"))
     );
 
-    let events = stores
-        .events
-        .receive(10, Duration::from_secs(30), Duration::from_secs(1))
-        .await
-        .unwrap();
-    let mut ready: Vec<Value> = events
-        .iter()
-        .map(|m| serde_json::from_str(&m.body).unwrap())
-        .collect();
-    if ready.len() < 2 {
-        let more = stores
-            .events
-            .receive(10, Duration::from_secs(30), Duration::from_secs(1))
-            .await
-            .unwrap();
-        ready.extend(
-            more.iter()
-                .map(|m| serde_json::from_str::<Value>(&m.body).unwrap()),
-        );
-    }
+    let ready = receive(stores.events.as_ref(), 2).await;
     assert_eq!(ready.len(), 2);
     assert!(ready.iter().all(|e| e["type"] == "training.dataset.ready"));
+    let mut for_training = receive(stores.training.as_ref(), 2).await;
+    let mut announced = ready.clone();
+    let by_dataset = |e: &Value| e["dataset_id"].as_str().unwrap_or_default().to_owned();
+    for_training.sort_by_key(by_dataset);
+    announced.sort_by_key(by_dataset);
+    assert_eq!(
+        for_training, announced,
+        "the training queue gets the same events"
+    );
 
-    let again =
-        agentrl_dataset::build(stores.objects.as_ref(), stores.events.as_ref(), &rules, now)
-            .await
-            .unwrap();
+    let again = agentrl_dataset::build(
+        stores.objects.as_ref(),
+        stores.events.as_ref(),
+        stores.training.as_ref(),
+        &rules,
+        now,
+    )
+    .await
+    .unwrap();
     let ids = |ms: &[agentrl_dataset::Manifest]| {
         ms.iter().map(|m| m.dataset_id.clone()).collect::<Vec<_>>()
     };
@@ -209,4 +209,24 @@ pub async fn datasets_split_by_conversation_without_duplicates(stores: &Stores) 
         ids(&manifests),
         "the same inputs build the same datasets"
     );
+}
+
+/// Up to `n` messages of `queue` as JSON, waiting a little for each batch.
+async fn receive(queue: &dyn agentrl_store::ports::Queue, n: usize) -> Vec<Value> {
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        if got.len() >= n {
+            break;
+        }
+        let batch = queue
+            .receive(10, Duration::from_secs(30), Duration::from_secs(1))
+            .await
+            .unwrap();
+        got.extend(
+            batch
+                .iter()
+                .map(|m| serde_json::from_str::<Value>(&m.body).unwrap()),
+        );
+    }
+    got
 }

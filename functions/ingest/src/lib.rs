@@ -33,20 +33,6 @@ pub use envelope::Envelope;
 pub use paths::object_path;
 pub use worker::Ingest;
 
-/// The deployment's pseudonymiser, keyed by `AGENTRL_PSEUDONYM_SECRET` (on AWS resolved from
-/// Secrets Manager by the template; only the worker gets it).
-///
-/// # Errors
-/// When the secret is missing or shorter than the minimum.
-pub fn pseudonyms_from_env() -> anyhow::Result<std::sync::Arc<agentrl_core::privacy::Pseudonymizer>>
-{
-    use anyhow::Context;
-    let secret = agentrl_store::required_env("AGENTRL_PSEUDONYM_SECRET")?;
-    let pseudonyms = agentrl_core::privacy::Pseudonymizer::new(secret.as_bytes())
-        .context("AGENTRL_PSEUDONYM_SECRET")?;
-    Ok(std::sync::Arc::new(pseudonyms))
-}
-
 /// What the HTTP handlers need.
 #[derive(Clone)]
 pub struct TrajectoryState {

@@ -88,13 +88,15 @@ pub struct Manifest {
 }
 
 /// Builds one dataset per tenant of `objects` whose agents meet `rules` at `now_ms`, and sends
-/// `training.dataset.ready` for each on `events`. Returns the manifests written.
+/// `training.dataset.ready` for each on `events` (the announcement) and on `training` (the
+/// training function's work). Returns the manifests written.
 ///
 /// # Errors
 /// Invalid rules, an unreadable object, a failing store.
 pub async fn build(
     objects: &dyn Objects,
     events: &dyn Queue,
+    training: &dyn Queue,
     rules: &Rules,
     now_ms: i64,
 ) -> anyhow::Result<Vec<Manifest>> {
@@ -125,7 +127,9 @@ pub async fn build(
                 "manifest": format!("{DATASETS_PREFIX}tenant={tenant}/{}/manifest.json", manifest.dataset_id),
                 "counts": manifest.counts,
             });
-            events.send(&event.to_string()).await?;
+            let event = event.to_string();
+            events.send(&event).await?;
+            training.send(&event).await?;
             tracing::info!(%tenant, dataset_id = %manifest.dataset_id, "training.dataset.ready sent");
             manifests.push(manifest);
         }

@@ -96,6 +96,9 @@ pub struct RunArgs {
     /// Training config (JSON).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Training config as inline JSON (what the launchers pass).
+    #[arg(long, conflicts_with = "config")]
+    pub config_json: Option<String>,
     /// GRPO optimizer steps (0: the SFT phase alone).
     #[arg(long)]
     pub steps: Option<u64>,
@@ -112,9 +115,10 @@ pub struct RunArgs {
 pub fn run(command: TrainCommand) -> anyhow::Result<()> {
     match command {
         TrainCommand::Run(a) => {
-            let config = match &a.config {
-                Some(path) => TrainConfig::load(path)?,
-                None => TrainConfig::default(),
+            let config = match (&a.config, &a.config_json) {
+                (Some(path), _) => TrainConfig::load(path)?,
+                (None, Some(json)) => TrainConfig::parse(json)?,
+                (None, None) => TrainConfig::default(),
             };
             let model = stage(&Location::parse(&a.model)?, true)?;
             let out = stage(&Location::parse(&a.out)?, false)?;

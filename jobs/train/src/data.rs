@@ -72,6 +72,29 @@ pub struct DataRollout {
     pub turn_rewards: Vec<f64>,
     /// The model turns.
     pub turns: Vec<TurnSeq>,
+    /// A turn violated a safety rule (kept in validation only, to measure how likely the
+    /// policy is to produce such trajectories).
+    pub safety_violation: bool,
+}
+
+/// Which file of a dataset is read, and how the gate treats it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// `train.parquet`: every gate rule applies; nothing left is an error.
+    Train,
+    /// `validation.parquet`: trajectories with a safety violation are kept (flagged); a missing
+    /// file or nothing left is an empty set.
+    Validation,
+}
+
+impl Split {
+    /// The file's name.
+    pub fn file(self) -> &'static str {
+        match self {
+            Self::Train => "train.parquet",
+            Self::Validation => "validation.parquet",
+        }
+    }
 }
 
 /// Checks `manifest.json` and returns the dataset's content hash.
@@ -96,21 +119,41 @@ pub fn check_manifest(dir: &Path) -> Result<String> {
         .to_owned())
 }
 
+/// The SHA-256 the manifest lists for its file `name` (`train`, `validation`, …), empty when
+/// it lists none.
+///
+/// # Errors
+/// An unreadable manifest.
+pub fn file_hash(dir: &Path, name: &str) -> Result<String> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
+    let manifest: Value = serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
+    Ok(manifest
+        .pointer(&format!("/files/{name}/sha256"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned())
+}
+
 fn parse_version(v: &str) -> Option<i64> {
     v.trim_start_matches(['v', 'V']).parse().ok()
 }
 
-/// Reads `train.parquet` through the gate.
+/// Reads a split of the dataset through the gate.
 ///
 /// # Errors
 /// An unreadable file, or nothing left to train on.
 pub fn read_rollouts(
     dir: &Path,
+    split: Split,
     tok: &Tok,
     vocab: usize,
     config: &TrainConfig,
 ) -> Result<(Vec<DataRollout>, GateCounts)> {
-    let path = dir.join("train.parquet");
+    let path = dir.join(split.file());
+    if split == Split::Validation && !path.exists() {
+        return Ok((Vec::new(), GateCounts::default()));
+    }
     let bytes = std::fs::read(&path).map_err(|e| TrainError::file(&path, e))?;
     let mut by_trajectory: BTreeMap<String, Vec<TurnRow>> = BTreeMap::new();
     for row in read_turns(bytes.into()).map_err(|e| TrainError::file(&path, e))? {
@@ -132,7 +175,8 @@ pub fn read_rollouts(
     let mut out = Vec::new();
     for (id, mut rows) in by_trajectory {
         rows.sort_by_key(|r| r.turn_index);
-        match gate(&rows, tok, vocab, config, &names, &mut counts) {
+        let unsafe_kept = split == Split::Validation && rows.iter().any(|r| r.safety_violation);
+        match gate(&rows, !unsafe_kept, tok, vocab, config, &names, &mut counts) {
             Ok(turns) => {
                 let first = &rows[0];
                 out.push(DataRollout {
@@ -144,13 +188,14 @@ pub fn read_rollouts(
                         .map(|r| r.turn_reward.unwrap_or(0.0))
                         .collect(),
                     turns,
+                    safety_violation: unsafe_kept,
                 });
                 counts.kept += 1;
             }
             Err(field) => *field.counter(&mut counts) += 1,
         }
     }
-    if out.is_empty() {
+    if out.is_empty() && split == Split::Train {
         return Err(TrainError::Data(format!(
             "{}: nothing left to train on after the safe-training gate: {}",
             path.display(),
@@ -191,13 +236,14 @@ fn in_range(x: f64) -> bool {
 
 fn gate(
     rows: &[TurnRow],
+    drop_unsafe: bool,
     tok: &Tok,
     vocab: usize,
     config: &TrainConfig,
     names: &HashMap<&str, &str>,
     counts: &mut GateCounts,
 ) -> std::result::Result<Vec<TurnSeq>, Drop> {
-    if rows.iter().any(|r| r.safety_violation) {
+    if drop_unsafe && rows.iter().any(|r| r.safety_violation) {
         return Err(Drop::Safety);
     }
     let rewards_ok = rows

@@ -12,7 +12,7 @@
 //!   value it just read) 60% of the time, which dooms the episode; each right lookup earns a
 //!   turn reward of 0.25, so turn-level credit can point at the hop that went wrong.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device};
@@ -357,21 +357,32 @@ pub fn demo_config(o: &DemoOptions) -> TrainConfig {
     c
 }
 
+/// Writes a fresh demo model (random weights from `seed`, [`demo_model_config`]) with a
+/// character tokenizer of `alphabet` to `dir`, in the Hugging Face layout; returns the
+/// tokenizer.
+///
+/// # Errors
+/// An alphabet with a repeated character, I/O.
+pub fn write_base_model(dir: &Path, alphabet: &str, seed: u64) -> Result<Tok> {
+    let tok = Tok::char_level(alphabet, "<|endoftext|>").map_err(TrainError::Data)?;
+    let model = Model::init(
+        demo_model_config(tok.vocab_size()),
+        seed,
+        DType::F32,
+        &Device::Cpu,
+    )?;
+    model.save_hf(dir)?;
+    std::fs::write(dir.join("tokenizer.json"), tok.json())?;
+    Ok(tok)
+}
+
 /// Runs the demo and returns `run.json`.
 ///
 /// # Errors
 /// I/O, tensor failures.
 pub fn run(o: &DemoOptions) -> Result<Value> {
-    let tok = Tok::char_level(ALPHABET, "<|endoftext|>").map_err(TrainError::Data)?;
     let base = o.out.join("base");
-    let model = Model::init(
-        demo_model_config(tok.vocab_size()),
-        o.seed,
-        DType::F32,
-        &Device::Cpu,
-    )?;
-    model.save_hf(&base)?;
-    std::fs::write(base.join("tokenizer.json"), tok.json())?;
+    let tok = write_base_model(&base, ALPHABET, o.seed)?;
     // Train what was written, through the same loader as `train run`.
     let model = Model::load(&base, DType::F32, &Device::Cpu)?;
     let demo = Demo::new(o.task, o.seed, 200);

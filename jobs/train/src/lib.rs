@@ -8,6 +8,7 @@ pub mod config;
 pub mod data;
 pub mod demo;
 pub mod error;
+pub mod evaluate;
 pub mod loss;
 pub mod model;
 pub mod optim;

@@ -8,8 +8,9 @@ use candle_core::{DType, Device};
 use serde_json::{Value, json};
 
 use crate::config::TrainConfig;
-use crate::data::{check_manifest, read_prompts, read_rollouts, read_sft};
+use crate::data::{Split, check_manifest, file_hash, read_prompts, read_rollouts, read_sft};
 use crate::error::{Result, TrainError};
+use crate::evaluate::{Evaluation, evaluate};
 use crate::model::Model;
 use crate::optim::AdamW;
 use crate::step::{Objective, StepContext, TrainSeq, response_logprobs, train_step};
@@ -83,7 +84,13 @@ pub type RunOutcome = Option<Value>;
 pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
     let content_hash = check_manifest(dataset)?;
     let (model, tok) = load_model(&o.model)?;
-    let (rollouts, gate) = read_rollouts(dataset, &tok, model.config.vocab_size, &o.config)?;
+    let vocab = model.config.vocab_size;
+    let (rollouts, gate) = read_rollouts(dataset, Split::Train, &tok, vocab, &o.config)?;
+    let (validation, _) = read_rollouts(dataset, Split::Validation, &tok, vocab, &o.config)?;
+    let validation_set = file_hash(dataset, "validation")?;
+    let budget = o.config.micro_batch_tokens;
+    let base_model_sha256 = hash_model_dir(&o.model)?;
+    let before = base_scores(o, &model, &validation, &validation_set, &base_model_sha256)?;
     let sft_path = dataset.join("sft.jsonl");
     let sft = if o.config.sft.epochs > 0 && sft_path.exists() {
         read_sft(&sft_path, &tok)?
@@ -91,7 +98,7 @@ pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
         Vec::new()
     };
     let identity = Identity {
-        base_model_sha256: hash_model_dir(&o.model)?,
+        base_model_sha256,
         data_sha256: content_hash,
     };
     let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
@@ -105,9 +112,47 @@ pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
         return Ok(None);
     }
     trainer.checkpoint()?;
-    Ok(Some(trainer.finish(
-        json!({"gate": gate, "sft_examples": sft.len(), "mode": "dataset"}),
-    )?))
+    let after = evaluate(&trainer.model, &validation, &validation_set, budget)?;
+    Ok(Some(trainer.finish(json!({
+        "gate": gate,
+        "sft_examples": sft.len(),
+        "mode": "dataset",
+        "validation": {"before": before, "after": after},
+    }))?))
+}
+
+/// The base model's validation scores: computed on the base weights before a checkpoint can
+/// replace them and kept in `validation-before.json`, which a resumed run of the same base
+/// model and validation set reads back.
+fn base_scores(
+    o: &RunOptions,
+    model: &Model,
+    validation: &[crate::data::DataRollout],
+    validation_set: &str,
+    base_model_sha256: &str,
+) -> Result<Option<Evaluation>> {
+    let path = o.out.join("validation-before.json");
+    let key = json!({"base_model_sha256": base_model_sha256, "validation_set": validation_set});
+    if let Ok(bytes) = std::fs::read(&path)
+        && let Ok(saved) = serde_json::from_slice::<Value>(&bytes)
+        && saved.get("key") == Some(&key)
+    {
+        return serde_json::from_value(saved["evaluation"].clone())
+            .map_err(|e| TrainError::file(&path, e));
+    }
+    let before = evaluate(
+        model,
+        validation,
+        validation_set,
+        o.config.micro_batch_tokens,
+    )?;
+    std::fs::create_dir_all(&o.out)?;
+    let saved = json!({"key": key, "evaluation": before});
+    std::fs::write(
+        &path,
+        serde_json::to_vec(&saved).map_err(|e| TrainError::Data(e.to_string()))?,
+    )?;
+    Ok(before)
 }
 
 /// `train run --prompts FILE [--sft FILE]`: SFT first when given, then online GRPO.

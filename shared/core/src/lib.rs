@@ -13,6 +13,7 @@ mod field_error;
 pub mod learning;
 pub mod privacy;
 pub mod tenant;
+pub mod training;
 pub mod trajectory;
 pub mod verify;
 

@@ -45,6 +45,31 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ValidJson<T> {
     }
 }
 
+/// An optional JSON body: a request without a body and without a `Content-Type` is `None`;
+/// anything else must be valid JSON as for [`ValidJson`].
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::OptionalFromRequest<S> for ValidJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Option<Self>, Self::Rejection> {
+        if req.headers().contains_key(header::CONTENT_TYPE) {
+            return <Self as FromRequest<S>>::from_request(req, state)
+                .await
+                .map(Some);
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))?;
+        if bytes.is_empty() {
+            Ok(None)
+        } else {
+            Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "the body must be JSON (Content-Type: application/json)",
+            ))
+        }
+    }
+}
+
 /// A stable fingerprint (SHA-256, hex) of a request body, for idempotency checks.
 pub fn fingerprint<T: serde::Serialize>(body: &T) -> String {
     use sha2::{Digest, Sha256};

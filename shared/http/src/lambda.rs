@@ -51,3 +51,17 @@ pub fn options(name: &str) -> AppOptions {
         idempotency: None,
     }
 }
+
+/// The deployment's pseudonymiser, keyed by `AGENTRL_PSEUDONYM_SECRET` (on AWS resolved from
+/// Secrets Manager by the template; only the functions that name tenant partitions get it:
+/// the queue worker and the training function).
+///
+/// # Errors
+/// When the secret is missing or shorter than the minimum.
+pub fn pseudonyms_from_env() -> anyhow::Result<Arc<agentrl_core::privacy::Pseudonymizer>> {
+    use anyhow::Context;
+    let secret = required_env("AGENTRL_PSEUDONYM_SECRET")?;
+    let pseudonyms = agentrl_core::privacy::Pseudonymizer::new(secret.as_bytes())
+        .context("AGENTRL_PSEUDONYM_SECRET")?;
+    Ok(Arc::new(pseudonyms))
+}

@@ -31,6 +31,31 @@ pub enum Metrics {
     },
 }
 
+impl Metrics {
+    /// Adds `value` to the count `name` of the service (an EMF line on stdout; nothing when
+    /// off): what happened outside a request, e.g. a training run that failed.
+    pub fn count(&self, name: &str, value: u64) {
+        if let Self::Emf { namespace, service } = self {
+            let timestamp = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let line = serde_json::json!({
+                "_aws": {
+                    "Timestamp": timestamp,
+                    "CloudWatchMetrics": [{
+                        "Namespace": namespace,
+                        "Dimensions": [["service"]],
+                        "Metrics": [{"Name": name, "Unit": "Count"}]
+                    }]
+                },
+                "service": service,
+                name: value,
+            });
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+    }
+}
+
 pub(crate) async fn observe(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
     let cold_start = !WARM.swap(true, Ordering::Relaxed);
     let request_id = req

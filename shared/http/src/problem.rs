@@ -25,6 +25,11 @@ pub struct Problem {
     /// The request field at fault (a dotted JSON path), when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// Extension members of this problem type (RFC 9457 §3.2), e.g. the numbers behind a
+    /// refused promotion.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub extensions: serde_json::Map<String, serde_json::Value>,
 }
 
 /// An error a handler returns; rendered as [`Problem`].
@@ -33,6 +38,7 @@ pub struct ApiError {
     status: StatusCode,
     detail: String,
     field: Option<String>,
+    extensions: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ApiError {
@@ -42,6 +48,7 @@ impl ApiError {
             status,
             detail: detail.into(),
             field: None,
+            extensions: serde_json::Map::new(),
         }
     }
 
@@ -75,6 +82,12 @@ impl ApiError {
         self
     }
 
+    /// Adds the extension member `name` (it must not be one of the standard members).
+    pub fn with_extension(mut self, name: &str, value: serde_json::Value) -> Self {
+        self.extensions.insert(name.to_owned(), value);
+        self
+    }
+
     /// The status code.
     pub fn status(&self) -> StatusCode {
         self.status
@@ -88,6 +101,7 @@ impl ApiError {
             title: self.status.canonical_reason().unwrap_or("Error").to_owned(),
             detail: self.detail.clone(),
             field: self.field.clone(),
+            extensions: self.extensions.clone(),
         }
     }
 }

@@ -24,6 +24,10 @@ pub struct Stores {
     /// The event queue (`training.dataset.ready`, …) with its dead-letter queue: what other
     /// systems consume, kept apart from the work the ingest worker drains.
     pub events: Arc<dyn Queue>,
+    /// The training queue with its dead-letter queue: `training.dataset.ready` for the training
+    /// function, which starts the runs a ready dataset calls for (the event queue carries the
+    /// same announcement for everyone else).
+    pub training: Arc<dyn Queue>,
     /// The object store (Parquet, datasets, models).
     pub objects: Arc<dyn Objects>,
     embedded: Option<SqliteTable>,
@@ -42,6 +46,10 @@ pub struct AwsResources {
     pub events_queue_url: String,
     /// SQS dead-letter queue URL of the event queue.
     pub events_dlq_url: String,
+    /// SQS training queue URL.
+    pub training_queue_url: String,
+    /// SQS dead-letter queue URL of the training queue.
+    pub training_dlq_url: String,
     /// S3 bucket name.
     pub bucket: String,
 }
@@ -57,7 +65,7 @@ pub fn required_env(key: &str) -> anyhow::Result<String> {
 impl AwsResources {
     /// The names `template.yaml` hands every function: `AGENTRL_TABLE`, `AGENTRL_QUEUE_URL`,
     /// `AGENTRL_DLQ_URL`, `AGENTRL_EVENTS_QUEUE_URL`, `AGENTRL_EVENTS_DLQ_URL`,
-    /// `AGENTRL_BUCKET`.
+    /// `AGENTRL_TRAINING_QUEUE_URL`, `AGENTRL_TRAINING_DLQ_URL`, `AGENTRL_BUCKET`.
     ///
     /// # Errors
     /// A missing variable, named.
@@ -68,6 +76,8 @@ impl AwsResources {
             dlq_url: required_env("AGENTRL_DLQ_URL")?,
             events_queue_url: required_env("AGENTRL_EVENTS_QUEUE_URL")?,
             events_dlq_url: required_env("AGENTRL_EVENTS_DLQ_URL")?,
+            training_queue_url: required_env("AGENTRL_TRAINING_QUEUE_URL")?,
+            training_dlq_url: required_env("AGENTRL_TRAINING_DLQ_URL")?,
             bucket: required_env("AGENTRL_BUCKET")?,
         })
     }
@@ -98,7 +108,8 @@ impl Stores {
         Ok(Self {
             table: Arc::new(table.clone()),
             queue: Arc::new(SqliteQueue::new(db.clone(), "work", MAX_RECEIVES)),
-            events: Arc::new(SqliteQueue::new(db, "events", MAX_RECEIVES)),
+            events: Arc::new(SqliteQueue::new(db.clone(), "events", MAX_RECEIVES)),
+            training: Arc::new(SqliteQueue::new(db, "training", MAX_RECEIVES)),
             objects: Arc::new(ObjectStoreObjects::local(&dir.join("objects"))?),
             embedded: Some(table),
         })
@@ -113,13 +124,23 @@ impl Stores {
         let table = DynamoTable::new(aws_sdk_dynamodb::Client::new(&sdk), &resources.table);
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let queue = SqsQueue::new(sqs.clone(), &resources.queue_url, &resources.dlq_url);
-        let events = SqsQueue::new(sqs, &resources.events_queue_url, &resources.events_dlq_url);
+        let events = SqsQueue::new(
+            sqs.clone(),
+            &resources.events_queue_url,
+            &resources.events_dlq_url,
+        );
+        let training = SqsQueue::new(
+            sqs,
+            &resources.training_queue_url,
+            &resources.training_dlq_url,
+        );
         let objects =
             ObjectStoreObjects::s3(&resources.bucket, settings).context("configuring S3")?;
         Ok(Self {
             table: Arc::new(table),
             queue: Arc::new(queue),
             events: Arc::new(events),
+            training: Arc::new(training),
             objects: Arc::new(objects),
             embedded: None,
         })

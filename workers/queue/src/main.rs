@@ -1,7 +1,7 @@
 //! Lambda entry point of the SQS-triggered ingest-queue worker: wiring only.
 
+use agentrl_http::lambda::pseudonyms_from_env;
 use agentrl_http::sqs::{self, Consumer};
-use agentrl_ingest::pseudonyms_from_env;
 use agentrl_queue_worker::QueueWorker;
 use agentrl_store::Stores;
 

@@ -20,9 +20,14 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let (stores, rules) = (&stores, &rules);
     lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| async move {
         let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
-        let manifests =
-            agentrl_dataset::build(stores.objects.as_ref(), stores.events.as_ref(), rules, now)
-                .await?;
+        let manifests = agentrl_dataset::build(
+            stores.objects.as_ref(),
+            stores.events.as_ref(),
+            stores.training.as_ref(),
+            rules,
+            now,
+        )
+        .await?;
         let ids: Vec<&str> = manifests.iter().map(|m| m.dataset_id.as_str()).collect();
         Ok::<_, lambda_runtime::Error>(json!({ "datasets": ids }))
     }))

@@ -10,4 +10,4 @@ mod validate;
 pub use model::{FinalOutcome, Role, ToolCall, ToolSpec, Trajectory, Turn};
 pub use rewards::{ToolSignals, TurnReward, TurnRewardWeights, WeightsError, turn_rewards};
 pub use schema::SchemaViolation;
-pub use validate::{Limits, TrajectoryError};
+pub use validate::{Limits, TrajectoryError, check_id};

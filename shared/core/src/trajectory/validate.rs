@@ -47,7 +47,12 @@ fn ensure(ok: bool, field: impl Into<String>, reason: &str) -> Result<(), Trajec
     if ok { Ok(()) } else { Err(err(field, reason)) }
 }
 
-fn check_id(field: &str, id: &str) -> Result<(), TrajectoryError> {
+/// Checks an id of a trajectory (and of what refers to one: an agent id in the registry is the
+/// agent id its trajectories carry).
+///
+/// # Errors
+/// Empty, longer than 128 characters, or a character outside letters, digits and `_.:@/-`.
+pub fn check_id(field: &str, id: &str) -> Result<(), TrajectoryError> {
     ensure(
         !id.is_empty() && id.len() <= Limits::MAX_ID_CHARS,
         field,

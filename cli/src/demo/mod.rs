@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 
 use crate::stack;
 
+mod training;
+
 struct Client {
     http: reqwest::Client,
     base: String,
@@ -29,14 +31,32 @@ impl Client {
         key: &str,
         body: Option<Value>,
     ) -> anyhow::Result<(u16, Value)> {
-        let method: reqwest::Method = method.parse()?;
         println!("\n→ {method} {path}");
+        if let Some(b) = &body {
+            println!("  {b}");
+        }
+        let (status, value) = self.quiet(method, path, key, body).await?;
+        println!(
+            "← {status} {}",
+            serde_json::to_string_pretty(&value)?.replace('\n', "\n  ")
+        );
+        Ok((status, value))
+    }
+
+    /// [`Client::call`] without printing: for polls and bulk sends.
+    async fn quiet(
+        &self,
+        method: &str,
+        path: &str,
+        key: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<(u16, Value)> {
+        let method: reqwest::Method = method.parse()?;
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(key);
         if let Some(b) = body {
-            println!("  {b}");
             req = req.json(&b);
         }
         let resp = req
@@ -45,10 +65,6 @@ impl Client {
             .with_context(|| format!("calling {path}"))?;
         let status = resp.status().as_u16();
         let value: Value = resp.json().await.unwrap_or(Value::Null);
-        println!(
-            "← {status} {}",
-            serde_json::to_string_pretty(&value)?.replace('\n', "\n  ")
-        );
         Ok((status, value))
     }
 }
@@ -65,7 +81,9 @@ pub async fn run(data_dir: Option<PathBuf>, addr: SocketAddr) -> anyhow::Result<
     ]);
     let stores = Stores::embedded(&dir)?;
     let pseudonyms = crate::secret::local_pseudonyms(&dir)?;
-    let running = stack::start(addr, stores, auth, Metrics::Off, pseudonyms).await?;
+    let launch = stack::Launch::embedded(&dir)?;
+    let running =
+        stack::start(addr, stores.clone(), auth, Metrics::Off, pseudonyms, launch).await?;
     println!(
         "agentrl local stack on http://{} (embedded store in {})",
         running.addr,
@@ -75,7 +93,7 @@ pub async fn run(data_dir: Option<PathBuf>, addr: SocketAddr) -> anyhow::Result<
         http: reqwest::Client::new(),
         base: format!("http://{}", running.addr),
     };
-    let result = walk(&c, &key, &other_key, &dir).await;
+    let result = walk(&c, &key, &other_key, &dir, &stores).await;
     running.stop().await?;
     result?;
     println!("\ndemo finished: every answer was as documented");
@@ -86,7 +104,13 @@ fn uuid_hex() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-async fn walk(c: &Client, key: &str, other: &str, dir: &Path) -> anyhow::Result<()> {
+async fn walk(
+    c: &Client,
+    key: &str,
+    other: &str,
+    dir: &Path,
+    stores: &Stores,
+) -> anyhow::Result<()> {
     let (s, _) = c.call("GET", "/health", key, None).await?;
     ensure!(s == 200, "health answered {s}");
 
@@ -213,7 +237,8 @@ async fn walk(c: &Client, key: &str, other: &str, dir: &Path) -> anyhow::Result<
     diffs(c, key).await?;
     trajectories(c, key, dir).await?;
     rewards(c, key).await?;
-    learning(c, key, other).await
+    learning(c, key, other).await?;
+    training::close_the_loop(c, key, stores, dir).await
 }
 
 /// An execution verified by a JUnit report (whose summary lies) and an answer check.

@@ -1,0 +1,110 @@
+//! What the training function consumes besides requests: `training.dataset.ready` on the
+//! training queue (start the runs it calls for) and AWS Batch's *Job State Change* events (a
+//! job started, succeeded or failed).
+
+use agentrl_core::TenantId;
+use agentrl_http::sqs::Consumer;
+use agentrl_store::ports::{Message, Queue};
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::Arc;
+
+use crate::{
+    TrainingState,
+    runs::{self, DatasetReady, JobState},
+};
+
+/// The consumer of the training queue: `training.dataset.ready` starts runs; anything else is
+/// dead-lettered with the reason.
+#[derive(Clone)]
+pub struct TrainingConsumer {
+    state: TrainingState,
+    queue: Arc<dyn Queue>,
+}
+
+impl TrainingConsumer {
+    /// A consumer that dead-letters through `queue` (the training queue).
+    pub fn new(state: TrainingState, queue: Arc<dyn Queue>) -> Self {
+        Self { state, queue }
+    }
+
+    /// Handles one Batch *Job State Change* event (`detail.status`, the run's tenant and id
+    /// in `detail.parameters` or `detail.tags`). Returns whether it changed a run.
+    ///
+    /// # Errors
+    /// A failing store: the invocation fails and EventBridge retries it.
+    pub async fn batch_state_change(&self, event: &Value) -> anyhow::Result<bool> {
+        let detail = &event["detail"];
+        let field = |name: &str| {
+            detail["tags"][name]
+                .as_str()
+                .or_else(|| detail["parameters"][name].as_str())
+                .map(str::to_owned)
+        };
+        let (Some(tenant), Some(run)) = (field("agentrl_tenant"), field("agentrl_run")) else {
+            tracing::warn!("a Batch job state change without agentrl_tenant and agentrl_run tags");
+            return Ok(false);
+        };
+        let Ok(tenant) = TenantId::parse(&tenant) else {
+            tracing::warn!(tenant, "a Batch job state change with an invalid tenant");
+            return Ok(false);
+        };
+        let state = match detail["status"].as_str() {
+            Some("RUNNING") => JobState::Running,
+            Some("SUCCEEDED") => JobState::Succeeded,
+            Some("FAILED") => JobState::Failed(
+                detail["statusReason"]
+                    .as_str()
+                    .unwrap_or("the Batch job failed")
+                    .to_owned(),
+            ),
+            _ => return Ok(false),
+        };
+        Ok(runs::job_state(&self.state, &tenant, &run, state).await?)
+    }
+}
+
+/// The part of an event message the consumer reads first.
+#[derive(Debug, Deserialize)]
+struct Envelope {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+impl Consumer for TrainingConsumer {
+    async fn process(&self, messages: &[Message]) -> Vec<String> {
+        let mut retry = Vec::new();
+        for message in messages {
+            let poison = match serde_json::from_str::<Envelope>(&message.body) {
+                Err(e) => Some(format!("not an event: {e}")),
+                Ok(e) if e.kind == "training.dataset.ready" => {
+                    match serde_json::from_str::<DatasetReady>(&message.body) {
+                        Err(e) => Some(format!("training.dataset.ready: {e}")),
+                        Ok(ready) => match runs::on_dataset_ready(&self.state, &ready).await {
+                            Ok(started) => {
+                                tracing::info!(dataset = %ready.dataset_id, runs = started.len(), "dataset ready");
+                                None
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %format!("{e:#}"), "dataset ready: retried");
+                                retry.push(message.id.clone());
+                                continue;
+                            }
+                        },
+                    }
+                }
+                Ok(e) => Some(format!(
+                    "unexpected event type {:?} on the training queue",
+                    e.kind
+                )),
+            };
+            if let Some(reason) = poison
+                && let Err(e) = self.queue.dead_letter(message, &reason).await
+            {
+                tracing::error!(error = %e, "could not dead-letter an event; retried");
+                retry.push(message.id.clone());
+            }
+        }
+        retry
+    }
+}

@@ -1,0 +1,140 @@
+//! Training as a service: the agents registry, training runs (created once per agent,
+//! dataset, base and config, executed on AWS Batch or as a child process of `agentrl serve`),
+//! the model versions they register, promotion through an evaluation gate, and canary
+//! rollout with live outcomes per version.
+//!
+//! `service()` returns the routes and their OpenAPI document; `main.rs` runs them in Lambda,
+//! the `training-events` binary consumes the training queue (`training.dataset.ready`) and
+//! Batch's job-state changes, and `agentrl serve` runs both locally with [`LocalRunner`].
+
+mod agents;
+mod events;
+pub mod launch;
+mod repo;
+mod routes;
+mod runs;
+mod versions;
+mod wire;
+
+use std::sync::Arc;
+
+use agentrl_core::{privacy::Pseudonymizer, training::GateConfig};
+use agentrl_http::{Metrics, Service, config::ConfigApi};
+use agentrl_store::ports::{Objects, Table};
+use axum::{
+    Router,
+    routing::{get, post},
+};
+use utoipa::OpenApi;
+
+pub use events::TrainingConsumer;
+pub use launch::{JobSpec, Launcher, LocalLauncher, LocalRunner};
+pub use repo::TrainingRepo;
+pub use runs::{JobState, JobStateError, job_state};
+
+/// Where shared base models live in the object store: `models/NAME/` holds a model in the
+/// Hugging Face layout (`config.json`, `model.safetensors`, `tokenizer.json`).
+pub const MODELS_PREFIX: &str = "models/";
+
+/// What the handlers and the job-state consumers need.
+#[derive(Clone)]
+pub struct TrainingState {
+    repo: TrainingRepo,
+    objects: Arc<dyn Objects>,
+    launcher: Arc<dyn Launcher>,
+    pseudonyms: Arc<Pseudonymizer>,
+    metrics: Metrics,
+}
+
+impl TrainingState {
+    /// State over `table` and `objects` (datasets, models, run outputs), starting jobs with
+    /// `launcher`; `pseudonyms` names the tenant partitions as the ingest worker does.
+    pub fn new(
+        table: Arc<dyn Table>,
+        objects: Arc<dyn Objects>,
+        launcher: Arc<dyn Launcher>,
+        pseudonyms: Arc<Pseudonymizer>,
+    ) -> Self {
+        Self {
+            repo: TrainingRepo::new(table),
+            objects,
+            launcher,
+            pseudonyms,
+            metrics: Metrics::Off,
+        }
+    }
+
+    /// The same state, counting finished runs (`training_runs_succeeded`,
+    /// `training_runs_failed`) in `metrics` (the template alarms on failures).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        routes::agents::create,
+        routes::agents::read,
+        routes::agents::list,
+        routes::agents::patch,
+        routes::agents::versions,
+        routes::agents::route,
+        routes::agents::outcomes,
+        routes::runs::create,
+        routes::runs::read,
+        routes::runs::list,
+        routes::runs::cancel,
+        routes::runs::promote,
+    ),
+    tags((name = "training", description = "Agents registry, training runs, model versions, promotion and canary rollout"))
+)]
+struct TrainingApi;
+
+/// The training routes and their OpenAPI document.
+pub fn service(state: TrainingState) -> Service {
+    let router = Router::new()
+        .route(
+            "/v1/agents",
+            post(routes::agents::create).get(routes::agents::list),
+        )
+        .route(
+            "/v1/agents/{id}",
+            get(routes::agents::read).patch(routes::agents::patch),
+        )
+        .route("/v1/agents/{id}/versions", get(routes::agents::versions))
+        .route("/v1/agents/{id}/route", get(routes::agents::route))
+        .route("/v1/agents/{id}/outcomes", post(routes::agents::outcomes))
+        .route(
+            "/v1/training-runs",
+            post(routes::runs::create).get(routes::runs::list),
+        )
+        .route("/v1/training-runs/{id}", get(routes::runs::read))
+        .route("/v1/training-runs/{id}/cancel", post(routes::runs::cancel))
+        .route(
+            "/v1/training-runs/{id}/promote",
+            post(routes::runs::promote),
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(
+            agentrl_http::DEFAULT_BODY_LIMIT,
+        ));
+    let configs = ConfigApi {
+        path: "/v1/config/promotion-gate",
+        tag: "training",
+        what: "the evaluation gate of promotions: required validation reward gain, allowed \
+               rises of safety and reward-hacking rates, live outcomes per canary arm",
+        parse: |config: GateConfig| {
+            config.validate()?;
+            Ok(config)
+        },
+        show: GateConfig::clone,
+    }
+    .service(state.repo.gates());
+    Service {
+        router: router.with_state(state),
+        openapi: TrainingApi::openapi(),
+    }
+    .merge(configs)
+}

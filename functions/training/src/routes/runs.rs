@@ -1,0 +1,151 @@
+//! `/v1/training-runs…`: create (once per agent, dataset, base and config), read with
+//! progress, list, cancel, promote the version a run registered.
+
+use agentrl_http::{
+    ApiError, Problem, Tenant, ValidJson,
+    query::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit},
+};
+use axum::{
+    Json,
+    extract::{Path, Query, State},
+    http::{StatusCode, header},
+};
+use serde::Deserialize;
+
+use crate::{
+    TrainingState, runs, versions,
+    wire::{CreateRunBody, PromoteBody, PromoteView, RunPage, RunView},
+};
+
+/// Start a training run of an agent on a dataset. The same agent, dataset, base and config
+/// name one run: a repeated request answers 200 with it instead of starting another job.
+#[utoipa::path(post, path = "/v1/training-runs", tag = "training",
+    request_body = CreateRunBody,
+    responses(
+        (status = 201, description = "Created, its job submitted", body = RunView),
+        (status = 200, description = "The run these inputs already made", body = RunView),
+        (status = 400, description = "Invalid body (the field is named)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such agent, dataset, base model or version for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The base version cannot be trained on", body = Problem, content_type = "application/problem+json"),
+        (status = 502, description = "The launcher refused the job (the run is failed)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn create(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    ValidJson(body): ValidJson<CreateRunBody>,
+) -> Result<(StatusCode, [(header::HeaderName, String); 1], Json<RunView>), ApiError> {
+    let (run, created) = runs::create(&state, &tenant, body.try_into()?, "request").await?;
+    let location = format!("/v1/training-runs/{}", encode_component(&run.run_id));
+    let view = runs::read(&state, &tenant, &run.run_id).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, [(header::LOCATION, location)], Json(view.into())))
+}
+
+/// Read a run: status, progress, latest metrics, artifacts, cost estimate.
+#[utoipa::path(get, path = "/v1/training-runs/{id}", tag = "training",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 200, description = "The run", body = RunView),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn read(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    Ok(Json(runs::read(&state, &tenant, &id).await?.into()))
+}
+
+/// `?agent_id=&cursor=&limit=`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListParams {
+    agent_id: Option<String>,
+    cursor: Option<String>,
+    limit: Option<String>,
+}
+
+/// List runs, newest first: the tenant's, or one agent's (status and cost from the run
+/// records; `metrics` and the step come with `GET /v1/training-runs/{id}`).
+#[utoipa::path(get, path = "/v1/training-runs", tag = "training",
+    params(
+        ("agent_id" = Option<String>, Query, description = "Only this agent's runs"),
+        ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
+        ("limit" = Option<usize>, Query, description = "Runs per page (default 100, at most 1000)"),
+    ),
+    responses(
+        (status = 200, description = "One page", body = RunPage),
+        (status = 400, description = "A bad number or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn list(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    Query(params): Query<ListParams>,
+) -> Result<Json<RunPage>, ApiError> {
+    let limit = limit(params.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+    let (runs, next_cursor) = runs::list(
+        &state,
+        &tenant,
+        params.agent_id.as_deref(),
+        limit,
+        params.cursor,
+    )
+    .await
+    .map_err(ApiError::from_page_query)?;
+    Ok(Json(RunPage {
+        runs: runs.into_iter().map(|r| runs::summary(r).into()).collect(),
+        next_cursor,
+    }))
+}
+
+/// Cancel a queued or running run and stop its job.
+#[utoipa::path(post, path = "/v1/training-runs/{id}/cancel", tag = "training",
+    params(("id" = String, Path, description = "The run id")),
+    responses(
+        (status = 200, description = "Cancelled", body = RunView),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run already finished", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn cancel(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let run = runs::cancel(&state, &tenant, &id).await?;
+    Ok(Json(runs::with_progress(&state, run).await?.into()))
+}
+
+/// Promote the version a succeeded run registered: to all of its agent's traffic (the
+/// deployed version) or, with `percent` below 100, to a canary share first. The evaluation
+/// gate compares it with the deployed version on the same validation set and, once both
+/// canary arms have enough outcomes, on live traffic; a refusal is 409 with every number in
+/// `decision`. Promoting a version deployed before is a rollback and is not gated.
+#[utoipa::path(post, path = "/v1/training-runs/{id}/promote", tag = "training",
+    params(("id" = String, Path, description = "The run id")),
+    request_body(content = Option<PromoteBody>, description = "Absent: 100%"),
+    responses(
+        (status = 200, description = "Promoted", body = PromoteView),
+        (status = 400, description = "percent out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run did not succeed, or the gate refused (numbers in `decision`)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn promote(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+    body: Option<ValidJson<PromoteBody>>,
+) -> Result<Json<PromoteView>, ApiError> {
+    let percent = body.and_then(|ValidJson(b)| b.percent).unwrap_or(100.0);
+    let p = versions::promote(&state, &tenant, &id, percent).await?;
+    Ok(Json(PromoteView {
+        agent_id: p.agent.agent_id,
+        version: p.version,
+        deployed_version: p.agent.deployed_version,
+        canary: p.agent.canary,
+        rollback: p.rollback,
+        decision: p.decision,
+    }))
+}

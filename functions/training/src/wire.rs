@@ -1,0 +1,630 @@
+//! Request and response bodies, and their checks (each error names its field).
+
+use agentrl_core::{
+    FieldError,
+    training::{Arm, ArmStats, Canary, Evaluation, GateDecision, RunStatus},
+    trajectory::check_id,
+};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::{
+    agents::{AgentPatch, NewAgent},
+    repo::{AgentRecord, BaseRef, Deployment, JobRef, ModelRef, VersionRecord},
+    runs::{NewRun, RunProgress},
+    versions::Outcome,
+};
+
+const MAX_NAME: usize = 256;
+const MAX_PROMPT: usize = 64 * 1024;
+/// Most outcomes one report carries.
+pub(crate) const MAX_OUTCOMES: usize = 1_000;
+
+fn check_text(field: &str, text: &str, max: usize) -> Result<(), FieldError> {
+    let n = text.chars().count();
+    if n == 0 || n > max || text.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            field,
+            format!("must be 1 to {max} characters without control characters"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_model(model: &ModelRef) -> Result<(), FieldError> {
+    check_text("model.provider", &model.provider, MAX_NAME)?;
+    check_text("model.name", &model.name, MAX_NAME)
+}
+
+/// A shared base model's name: path segments of letters, digits and `._-` (no `..`), so it
+/// always names something under `models/`.
+fn check_base_model(field: &str, name: &str) -> Result<(), FieldError> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && name.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            field,
+            "must be a model name under models/: segments of A-Z a-z 0-9 . _ - joined by /",
+        ))
+    }
+}
+
+/// A dataset id as the dataset job writes them (`2026-11-24-37d7a5748e2a`): it becomes a path
+/// segment under the tenant's partition, so nothing that could leave it (`/`, `..`) passes.
+fn check_dataset_id(id: &str) -> Result<(), FieldError> {
+    let ok = (1..=128).contains(&id.len())
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            "dataset_id",
+            "must be 1 to 128 characters of A-Z a-z 0-9 . _ - (not starting with .)",
+        ))
+    }
+}
+
+fn check_config(field: &str, config: &Value) -> Result<(), FieldError> {
+    if config.is_object() {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            field,
+            "must be a JSON object (the trainer's config)",
+        ))
+    }
+}
+
+/// `Some(None)` for an explicit null, `None` for an absent field.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `POST /v1/agents`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateAgentBody {
+    /// The id the agent's trajectories and events carry; a UUIDv7 is assigned when absent.
+    agent_id: Option<String>,
+    name: String,
+    /// What kind of agent (`coding`, `support`, …).
+    #[serde(rename = "type")]
+    agent_type: String,
+    model: ModelRef,
+    /// Its system prompt.
+    #[serde(default)]
+    base_prompt: String,
+    /// A shared base model under `models/` that runs start from until a version is deployed.
+    base_model: Option<String>,
+    /// The trainer config of the runs a ready dataset starts for this agent; absent: datasets
+    /// start no runs for it.
+    auto_train: Option<Value>,
+    #[serde(default = "default_true")]
+    active: bool,
+}
+
+impl TryFrom<CreateAgentBody> for NewAgent {
+    type Error = FieldError;
+
+    fn try_from(b: CreateAgentBody) -> Result<Self, FieldError> {
+        if let Some(id) = &b.agent_id {
+            check_id("agent_id", id)?;
+        }
+        check_text("name", &b.name, MAX_NAME)?;
+        check_text("type", &b.agent_type, MAX_NAME)?;
+        check_model(&b.model)?;
+        if b.base_prompt.len() > MAX_PROMPT {
+            return Err(FieldError::new(
+                "base_prompt",
+                format!("at most {MAX_PROMPT} bytes"),
+            ));
+        }
+        if let Some(m) = &b.base_model {
+            check_base_model("base_model", m)?;
+        }
+        if let Some(c) = &b.auto_train {
+            check_config("auto_train", c)?;
+        }
+        Ok(Self {
+            agent_id: b.agent_id,
+            name: b.name,
+            agent_type: b.agent_type,
+            model: b.model,
+            base_prompt: b.base_prompt,
+            base_model: b.base_model,
+            auto_train: b.auto_train,
+            active: b.active,
+        })
+    }
+}
+
+/// `PATCH /v1/agents/{id}` (JSON merge patch: absent fields stay, `null` clears an optional
+/// one). The deployed version changes only through a promotion.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PatchAgentBody {
+    name: Option<String>,
+    #[serde(rename = "type")]
+    agent_type: Option<String>,
+    model: Option<ModelRef>,
+    base_prompt: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    base_model: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Object>)]
+    auto_train: Option<Option<Value>>,
+    active: Option<bool>,
+}
+
+impl TryFrom<PatchAgentBody> for AgentPatch {
+    type Error = FieldError;
+
+    fn try_from(b: PatchAgentBody) -> Result<Self, FieldError> {
+        if let Some(v) = &b.name {
+            check_text("name", v, MAX_NAME)?;
+        }
+        if let Some(v) = &b.agent_type {
+            check_text("type", v, MAX_NAME)?;
+        }
+        if let Some(m) = &b.model {
+            check_model(m)?;
+        }
+        if b.base_prompt.as_ref().is_some_and(|p| p.len() > MAX_PROMPT) {
+            return Err(FieldError::new(
+                "base_prompt",
+                format!("at most {MAX_PROMPT} bytes"),
+            ));
+        }
+        if let Some(Some(m)) = &b.base_model {
+            check_base_model("base_model", m)?;
+        }
+        if let Some(Some(c)) = &b.auto_train {
+            check_config("auto_train", c)?;
+        }
+        Ok(Self {
+            name: b.name,
+            agent_type: b.agent_type,
+            model: b.model,
+            base_prompt: b.base_prompt,
+            base_model: b.base_model,
+            auto_train: b.auto_train,
+            active: b.active,
+        })
+    }
+}
+
+/// An agent.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AgentView {
+    agent_id: String,
+    name: String,
+    #[serde(rename = "type")]
+    agent_type: String,
+    model: ModelRef,
+    base_prompt: String,
+    base_model: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    auto_train: Option<Value>,
+    /// The record's revision: incremented by every change.
+    version: u64,
+    active: bool,
+    /// The model version serving its traffic (outside a canary's share).
+    deployed_version: Option<String>,
+    /// A version going out to part of its traffic.
+    canary: Option<Canary>,
+    /// Every version deployed to all traffic, oldest first.
+    history: Vec<Deployment>,
+    created_at_ms: u64,
+    updated_at_ms: u64,
+}
+
+impl From<AgentRecord> for AgentView {
+    fn from(a: AgentRecord) -> Self {
+        Self {
+            agent_id: a.agent_id,
+            name: a.name,
+            agent_type: a.agent_type,
+            model: a.model,
+            base_prompt: a.base_prompt,
+            base_model: a.base_model,
+            auto_train: a.auto_train,
+            version: a.version,
+            active: a.active,
+            deployed_version: a.deployed_version,
+            canary: a.canary,
+            history: a.history,
+            created_at_ms: a.created_at_ms,
+            updated_at_ms: a.updated_at_ms,
+        }
+    }
+}
+
+/// A page of agents.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AgentPage {
+    pub agents: Vec<AgentView>,
+    pub next_cursor: Option<String>,
+}
+
+/// `POST /v1/training-runs`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateRunBody {
+    agent_id: String,
+    /// A dataset of this tenant (`dataset_id` of `training.dataset.ready` or of the manifest).
+    dataset_id: String,
+    /// Start from this shared base model under `models/`.
+    base_model: Option<String>,
+    /// Or from this model version of the agent; neither: the deployed version, else the
+    /// agent's base model.
+    base_version: Option<String>,
+    /// The trainer's config (docs/training.md); `{}` or absent: its defaults.
+    #[schema(value_type = Option<Object>)]
+    config: Option<Value>,
+}
+
+impl TryFrom<CreateRunBody> for NewRun {
+    type Error = FieldError;
+
+    fn try_from(b: CreateRunBody) -> Result<Self, FieldError> {
+        check_id("agent_id", &b.agent_id)?;
+        check_dataset_id(&b.dataset_id)?;
+        let base = match (b.base_model, b.base_version) {
+            (Some(_), Some(_)) => {
+                return Err(FieldError::new(
+                    "base_version",
+                    "give base_model or base_version, not both",
+                ));
+            }
+            (Some(m), None) => {
+                check_base_model("base_model", &m)?;
+                Some(BaseRef::Model(m))
+            }
+            (None, Some(v)) => {
+                if crate::repo::version_number(&v).is_none() {
+                    return Err(FieldError::new(
+                        "base_version",
+                        "must be a version id such as v3",
+                    ));
+                }
+                Some(BaseRef::Version(v))
+            }
+            (None, None) => None,
+        };
+        let config = b
+            .config
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        check_config("config", &config)?;
+        Ok(Self {
+            agent_id: b.agent_id,
+            dataset_id: b.dataset_id,
+            base,
+            config,
+        })
+    }
+}
+
+/// What a run starts from.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BaseView {
+    /// `model` (a shared base model) or `version` (one of the agent's).
+    kind: &'static str,
+    name: String,
+}
+
+impl From<BaseRef> for BaseView {
+    fn from(base: BaseRef) -> Self {
+        match base {
+            BaseRef::Model(name) => Self {
+                kind: "model",
+                name,
+            },
+            BaseRef::Version(name) => Self {
+                kind: "version",
+                name,
+            },
+        }
+    }
+}
+
+/// How far a run is.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ProgressView {
+    /// `sft` or `grpo`, from the latest metrics line.
+    phase: Option<String>,
+    /// The step of that phase.
+    step: Option<u64>,
+    /// GRPO steps the config asks for.
+    steps_total: Option<u64>,
+    /// 0 to 1 (1 once succeeded).
+    fraction: f64,
+}
+
+/// Where a run's files are.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ArtifactsView {
+    /// Object prefix of everything it writes (`run.json`, `metrics.jsonl`, weights, plots).
+    output: String,
+    /// Object prefix of the dataset it trains on.
+    dataset: String,
+    /// Object prefix of the base model's files.
+    base_model: String,
+}
+
+/// The job executing a run.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct JobView {
+    /// `batch` or `local`.
+    launcher: String,
+    job_id: String,
+    instance_type: String,
+}
+
+/// A training run.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunView {
+    run_id: String,
+    agent_id: String,
+    dataset_id: String,
+    base: BaseView,
+    #[schema(value_type = Object)]
+    config: Value,
+    status: RunStatus,
+    /// Why it failed or was cancelled.
+    reason: Option<String>,
+    progress: ProgressView,
+    /// The latest line of its `metrics.jsonl` (loss, reward, KL, …).
+    #[schema(value_type = Option<Object>)]
+    metrics: Option<Value>,
+    artifacts: ArtifactsView,
+    job: Option<JobView>,
+    /// USD, from the instance type's hourly price and the time it ran (an estimate).
+    cost_estimate_usd: Option<f64>,
+    /// `request` or `dataset.ready`.
+    trigger: String,
+    /// The model version it registered.
+    model_version: Option<String>,
+    created_at_ms: u64,
+    started_at_ms: Option<u64>,
+    finished_at_ms: Option<u64>,
+}
+
+impl From<RunProgress> for RunView {
+    fn from(p: RunProgress) -> Self {
+        let r = p.run;
+        let phase = p
+            .latest
+            .as_ref()
+            .and_then(|m| m.get("phase"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let step = p
+            .latest
+            .as_ref()
+            .and_then(|m| m.get("step"))
+            .and_then(Value::as_u64);
+        let fraction = match (r.status, phase.as_deref(), step, p.steps_total) {
+            (RunStatus::Succeeded, ..) => 1.0,
+            (_, Some("grpo"), Some(s), Some(total)) if total > 0 => {
+                (s as f64 / total as f64).min(1.0)
+            }
+            _ => 0.0,
+        };
+        Self {
+            run_id: r.run_id,
+            agent_id: r.agent_id,
+            dataset_id: r.dataset_id,
+            base: r.base.into(),
+            config: r.config,
+            status: r.status,
+            reason: r.reason,
+            progress: ProgressView {
+                phase,
+                step,
+                steps_total: p.steps_total,
+                fraction,
+            },
+            metrics: p.latest,
+            artifacts: ArtifactsView {
+                output: r.output_prefix,
+                dataset: r.dataset_prefix,
+                base_model: r.base_prefix,
+            },
+            job: r.job.map(|j: JobRef| JobView {
+                launcher: j.launcher,
+                job_id: j.job_id,
+                instance_type: j.instance_type,
+            }),
+            cost_estimate_usd: p.cost_estimate_usd,
+            trigger: r.trigger,
+            model_version: r.model_version,
+            created_at_ms: r.created_at_ms,
+            started_at_ms: r.started_at_ms,
+            finished_at_ms: r.finished_at_ms,
+        }
+    }
+}
+
+/// A page of runs, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunPage {
+    pub runs: Vec<RunView>,
+    pub next_cursor: Option<String>,
+}
+
+/// `POST /v1/training-runs/{id}/promote`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PromoteBody {
+    /// Share of the agent's traffic, 0 to 100 (default 100: the deployed version; less: a
+    /// canary).
+    pub percent: Option<f64>,
+}
+
+/// What a promotion did.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PromoteView {
+    pub agent_id: String,
+    /// The version promoted.
+    pub version: String,
+    pub deployed_version: Option<String>,
+    pub canary: Option<Canary>,
+    /// The version had been deployed before: a rollback, not gated.
+    pub rollback: bool,
+    /// The gate's decision with every number compared.
+    pub decision: GateDecision,
+}
+
+/// Which version serves a key.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RouteView {
+    pub agent_id: String,
+    pub key: String,
+    /// `None` while no version is deployed or rolling out.
+    pub version: Option<String>,
+    pub arm: Arm,
+    /// The key's bucket (0 to 9 999): the candidate serves buckets below percent × 100.
+    pub bucket: u32,
+}
+
+/// One outcome of a request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OutcomeBody {
+    /// The version that served it (from the route).
+    version: String,
+    /// Its reward, −1 to 1.
+    reward: f64,
+    #[serde(default)]
+    safety_violation: bool,
+    #[serde(default)]
+    reward_hacking: bool,
+}
+
+/// `POST /v1/agents/{id}/outcomes`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OutcomesBody {
+    outcomes: Vec<OutcomeBody>,
+}
+
+impl TryFrom<OutcomesBody> for Vec<Outcome> {
+    type Error = FieldError;
+
+    fn try_from(b: OutcomesBody) -> Result<Self, FieldError> {
+        if b.outcomes.is_empty() || b.outcomes.len() > MAX_OUTCOMES {
+            return Err(FieldError::new(
+                "outcomes",
+                format!("must hold 1 to {MAX_OUTCOMES} outcomes"),
+            ));
+        }
+        b.outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| {
+                if crate::repo::version_number(&o.version).is_none() {
+                    return Err(FieldError::new(
+                        format!("outcomes[{i}].version"),
+                        "must be a version id such as v3",
+                    ));
+                }
+                if !(o.reward.is_finite() && (-1.0..=1.0).contains(&o.reward)) {
+                    return Err(FieldError::new(
+                        format!("outcomes[{i}].reward"),
+                        "must be between -1 and 1",
+                    ));
+                }
+                Ok(Outcome {
+                    version: o.version,
+                    reward: o.reward,
+                    safety_violation: o.safety_violation,
+                    reward_hacking: o.reward_hacking,
+                })
+            })
+            .collect()
+    }
+}
+
+/// A version's live statistics.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ArmView {
+    pub version: String,
+    pub stats: ArmStats,
+    pub reward_mean: f64,
+}
+
+/// The statistics after a report.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct OutcomesView {
+    pub arms: Vec<ArmView>,
+}
+
+/// A model version.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct VersionView {
+    version: String,
+    agent_id: String,
+    run_id: String,
+    dataset_id: String,
+    dataset_hash: Option<String>,
+    base: BaseView,
+    base_model_sha256: Option<String>,
+    /// Object prefix of loadable weights (`None`: a LoRA adapter only).
+    model_prefix: Option<String>,
+    artifacts: Vec<String>,
+    #[schema(value_type = Object)]
+    metrics: Value,
+    /// Its scores on its run's validation set.
+    evaluation: Option<Evaluation>,
+    /// The base model's scores on the same set.
+    base_evaluation: Option<Evaluation>,
+    created_at_ms: u64,
+}
+
+impl From<VersionRecord> for VersionView {
+    fn from(v: VersionRecord) -> Self {
+        Self {
+            version: v.version,
+            agent_id: v.agent_id,
+            run_id: v.run_id,
+            dataset_id: v.dataset_id,
+            dataset_hash: v.dataset_hash,
+            base: v.base.into(),
+            base_model_sha256: v.base_model_sha256,
+            model_prefix: v.model_prefix,
+            artifacts: v.artifacts,
+            metrics: v.metrics,
+            evaluation: v.evaluation,
+            base_evaluation: v.base_evaluation,
+            created_at_ms: v.created_at_ms,
+        }
+    }
+}
+
+/// A page of versions, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct VersionPage {
+    pub versions: Vec<VersionView>,
+    pub next_cursor: Option<String>,
+}

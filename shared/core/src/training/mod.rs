@@ -1,0 +1,13 @@
+//! Training as a service: the rules of training runs (their life cycle and identity, the cost
+//! estimate), of promoting a model version (the evaluation gate) and of rolling one out to a
+//! share of an agent's traffic first (the canary).
+
+mod canary;
+mod cost;
+mod gate;
+mod run;
+
+pub use canary::{Arm, Canary, bucket};
+pub use cost::{cost_estimate, hourly_price};
+pub use gate::{ArmStats, Check, Evaluation, GateConfig, GateDecision, GateInputs, evaluate_gate};
+pub use run::{RunStatus, TransitionError, run_id};

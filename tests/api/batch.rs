@@ -1,0 +1,442 @@
+//! The training service on AWS, against moto over HTTP: runs submitted to AWS Batch
+//! (`SubmitJob` in moto's non-Docker mode), once per inputs; cancelled with `TerminateJob`;
+//! followed through Batch's job-state events (the EventBridge fixture) to a registered model
+//! version and a promotion; and the stack's training-queue consumer starting runs from
+//! `training.dataset.ready` and dead-lettering what is not an event.
+
+use std::sync::Arc;
+
+use agentrl_core::privacy::{Pseudonymizer, TENANT};
+use agentrl_store::{Stores, aws::AwsSettings};
+use agentrl_training::{
+    Launcher, TrainingConsumer, TrainingState,
+    launch::{BatchLauncher, BatchSettings},
+};
+use serde_json::{Value, json};
+
+use crate::helpers::{Stack, spawn_with_launcher};
+
+const SECRET: &[u8] = b"a test secret of enough bytes";
+
+/// A compute environment, a job queue and a job definition in moto (jobs "run" without
+/// Docker and end SUCCEEDED at once; the service learns of it from events, not by polling).
+async fn batch_resources(settings: &AwsSettings) -> (aws_sdk_batch::Client, String, String) {
+    let endpoint = agentrl_tests::moto_endpoint();
+    let http = reqwest::Client::new();
+    let config = http
+        .post(format!("{endpoint}/moto-api/config"))
+        .json(&json!({"batch": {"use_docker": false}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(config.status().is_success());
+    let role = agentrl_tests::unique("batch-service");
+    let created = http
+        .post(format!("{endpoint}/"))
+        .header(
+            "Authorization",
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0",
+        )
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "Action=CreateRole&Version=2010-05-08&RoleName={role}&AssumeRolePolicyDocument=%7B%7D"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        created.status().is_success(),
+        "{}",
+        created.text().await.unwrap()
+    );
+    let batch = aws_sdk_batch::Client::new(&settings.load().await);
+    let ce = batch
+        .create_compute_environment()
+        .compute_environment_name(agentrl_tests::unique("gpu"))
+        .r#type(aws_sdk_batch::types::CeType::Unmanaged)
+        .state(aws_sdk_batch::types::CeState::Enabled)
+        .service_role(format!("arn:aws:iam::123456789012:role/{role}"))
+        .send()
+        .await
+        .unwrap();
+    let queue = agentrl_tests::unique("training");
+    batch
+        .create_job_queue()
+        .job_queue_name(&queue)
+        .state(aws_sdk_batch::types::JqState::Enabled)
+        .priority(1)
+        .compute_environment_order(
+            aws_sdk_batch::types::ComputeEnvironmentOrder::builder()
+                .order(1)
+                .compute_environment(ce.compute_environment_arn.unwrap())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let definition = agentrl_tests::unique("train-gpu");
+    batch
+        .register_job_definition()
+        .job_definition_name(&definition)
+        .r#type(aws_sdk_batch::types::JobDefinitionType::Container)
+        .container_properties(
+            aws_sdk_batch::types::ContainerProperties::builder()
+                .image("agentrl-train:latest")
+                .command("--help")
+                .resource_requirements(
+                    aws_sdk_batch::types::ResourceRequirement::builder()
+                        .r#type(aws_sdk_batch::types::ResourceType::Vcpu)
+                        .value("4")
+                        .build(),
+                )
+                .resource_requirements(
+                    aws_sdk_batch::types::ResourceRequirement::builder()
+                        .r#type(aws_sdk_batch::types::ResourceType::Memory)
+                        .value("16384")
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    (batch, queue, definition)
+}
+
+/// What a finished trainer leaves under the run's output prefix (its contract, tested with the
+/// trainer itself in `cli/tests/training.rs`).
+async fn trainer_output(stores: &Stores, output: &str) {
+    let eval = |reward: f64| {
+        json!({"validation_set": "vs-1", "reward": reward,
+        "safety_violation_rate": 0.0, "trajectories": 12, "groups": 4})
+    };
+    let report = json!({"base_model_sha256": "ab12", "dataset_content_hash": "cd34",
+        "final_metrics": {"step": 5, "phase": "grpo", "loss": 0.1},
+        "validation": {"before": eval(0.4), "after": eval(0.7)}});
+    for (name, body) in [
+        ("config.json", "{}".to_owned()),
+        ("model.safetensors", "weights".to_owned()),
+        (
+            "metrics.jsonl",
+            "{\"step\":5,\"phase\":\"grpo\",\"loss\":0.1}\n".to_owned(),
+        ),
+        ("run.json", report.to_string()),
+    ] {
+        stores
+            .objects
+            .put(&format!("{output}{name}"), body.into())
+            .await
+            .unwrap();
+    }
+}
+
+/// The EventBridge fixture, for the job `job_id` of run `run` now in `status`.
+fn job_state(run: &str, job_id: &str, status: &str) -> Value {
+    let mut event = agentrl_testkit::fixture("training/batch-job-state.json").unwrap();
+    let detail = &mut event["detail"];
+    detail["status"] = json!(status);
+    detail["jobId"] = json!(job_id);
+    detail["jobName"] = json!(run);
+    detail["tags"] = json!({"agentrl_tenant": "tenant-a", "agentrl_run": run});
+    detail["parameters"] = detail["tags"].clone();
+    event
+}
+
+async fn setup(s: &Stack) {
+    let pseudonym = Pseudonymizer::new(SECRET)
+        .unwrap()
+        .pseudonym(TENANT, "tenant-a");
+    let manifest =
+        json!({"schema_version": 1, "agents": [{"agent_id": "coder-7", "selected": true}]});
+    for dataset in ["2026-11-24-0a1b2c3d4e5f", "2026-11-25-0a1b2c3d4e5f"] {
+        let path = format!("datasets/tenant={pseudonym}/{dataset}/manifest.json");
+        s.stores
+            .objects
+            .put(&path, manifest.to_string().into())
+            .await
+            .unwrap();
+    }
+    s.stores
+        .objects
+        .put("models/tiny/config.json", "{}".into())
+        .await
+        .unwrap();
+    let (status, agent) = s
+        .a(
+            "POST",
+            "/v1/agents",
+            Some(&json!({"agent_id": "coder-7", "name": "Coder",
+            "type": "coding", "model": {"provider": "self-hosted", "name": "tiny"},
+            "base_model": "tiny", "auto_train": {"seed": 3}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{agent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_on_aws_batch() {
+    let (stores, settings, resources) = agentrl_tests::aws_stores_on().await;
+    let (batch, queue, definition) = batch_resources(&settings).await;
+    let launcher: Arc<dyn Launcher> = Arc::new(
+        BatchLauncher::new(
+            &settings,
+            BatchSettings {
+                job_queue: queue.clone(),
+                job_definition: definition,
+                bucket: resources.bucket.clone(),
+                instance_type: "g6.xlarge".into(),
+            },
+        )
+        .await,
+    );
+    let s = spawn_with_launcher(stores.clone(), launcher.clone()).await;
+    setup(&s).await;
+    let body = json!({"agent_id": "coder-7", "dataset_id": "2026-11-24-0a1b2c3d4e5f", "config": {"seed": 1}});
+    let (status, run) = s.a("POST", "/v1/training-runs", Some(&body)).await;
+    assert_eq!(status, 201, "{run}");
+    let (id, job_id) = (
+        run["run_id"].as_str().unwrap().to_owned(),
+        run["job"]["job_id"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(
+        (
+            run["job"]["launcher"].as_str(),
+            run["job"]["instance_type"].as_str()
+        ),
+        (Some("batch"), Some("g6.xlarge"))
+    );
+    let (status, again) = s.a("POST", "/v1/training-runs", Some(&body)).await;
+    assert_eq!(
+        (status, again["job"]["job_id"].as_str()),
+        (200, Some(job_id.as_str())),
+        "no second job"
+    );
+
+    let jobs = batch.describe_jobs().jobs(&job_id).send().await.unwrap();
+    let job = &jobs.jobs()[0];
+    assert_eq!(job.job_name(), Some(id.as_str()));
+    let tags = job.tags().unwrap();
+    assert_eq!(
+        (
+            tags["agentrl_tenant"].as_str(),
+            tags["agentrl_run"].as_str()
+        ),
+        ("tenant-a", id.as_str())
+    );
+    let command = job.container().unwrap().command().join(" ");
+    let out = format!(
+        "s3://{}/{}",
+        resources.bucket,
+        run["artifacts"]["output"].as_str().unwrap()
+    );
+    assert!(
+        command.starts_with(&format!(
+            "run --model s3://{}/models/tiny/ --dataset s3://",
+            resources.bucket
+        )),
+        "{command}"
+    );
+    assert!(
+        command.contains(&format!("--out {out} --config-json {{\"seed\":1}}")),
+        "{command}"
+    );
+    let listed = batch
+        .list_jobs()
+        .job_queue(&queue)
+        .job_status(aws_sdk_batch::types::JobStatus::Succeeded)
+        .send()
+        .await
+        .unwrap();
+    let named: Vec<_> = listed
+        .job_summary_list()
+        .iter()
+        .filter(|j| j.job_name() == Some(id.as_str()))
+        .collect();
+    assert_eq!(named.len(), 1, "one job per run");
+
+    // Batch's events drive the run: running, then succeeded with the trainer's output.
+    let training = TrainingState::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        launcher.clone(),
+        Arc::new(Pseudonymizer::new(SECRET).unwrap()),
+    );
+    let consumer = TrainingConsumer::new(training, stores.training.clone());
+    assert!(
+        consumer
+            .batch_state_change(&job_state(&id, &job_id, "RUNNING"))
+            .await
+            .unwrap()
+    );
+    let (_, running) = s.a("GET", &format!("/v1/training-runs/{id}"), None).await;
+    assert_eq!(running["status"], "running", "{running}");
+    trainer_output(&s.stores, run["artifacts"]["output"].as_str().unwrap()).await;
+    assert!(
+        consumer
+            .batch_state_change(&job_state(&id, &job_id, "SUCCEEDED"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !consumer
+            .batch_state_change(&job_state(&id, &job_id, "SUCCEEDED"))
+            .await
+            .unwrap(),
+        "a repeated event changes nothing"
+    );
+    assert!(
+        !consumer
+            .batch_state_change(&job_state(&id, &job_id, "FAILED"))
+            .await
+            .unwrap(),
+        "a late failure cannot undo a success"
+    );
+    let (_, done) = s.a("GET", &format!("/v1/training-runs/{id}"), None).await;
+    assert_eq!(
+        (done["status"].as_str(), done["model_version"].as_str()),
+        (Some("succeeded"), Some("v1")),
+        "{done}"
+    );
+    assert!(
+        done["cost_estimate_usd"].as_f64().is_some_and(|c| c >= 0.0),
+        "{done}"
+    );
+    assert_eq!(done["progress"]["fraction"], 1.0);
+    let (_, versions) = s.a("GET", "/v1/agents/coder-7/versions", None).await;
+    let v1 = &versions["versions"][0];
+    assert_eq!(
+        (
+            v1["evaluation"]["reward"].as_f64(),
+            v1["base_evaluation"]["reward"].as_f64()
+        ),
+        (Some(0.7), Some(0.4))
+    );
+    assert_eq!(v1["model_prefix"], run["artifacts"]["output"]);
+
+    // The gate compares v1 with the base model on the same set; a strict gate refuses.
+    let (status, _) = s
+        .a(
+            "PUT",
+            "/v1/config/promotion-gate",
+            Some(&json!({"min_reward_gain": 0.5})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, refused) = s
+        .a("POST", &format!("/v1/training-runs/{id}/promote"), None)
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    let check = &refused["decision"]["checks"][0];
+    assert_eq!(
+        (
+            check["candidate"].as_f64(),
+            check["deployed"].as_f64(),
+            check["bound"].as_f64()
+        ),
+        (Some(0.7), Some(0.4), Some(0.9)),
+        "{refused}"
+    );
+    let (status, _) = s
+        .a("PUT", "/v1/config/promotion-gate", Some(&json!({})))
+        .await;
+    assert_eq!(status, 200);
+    let (status, promoted) = s
+        .a(
+            "POST",
+            &format!("/v1/training-runs/{id}/promote"),
+            Some(&json!({"percent": 20})),
+        )
+        .await;
+    assert_eq!(
+        (status, promoted["canary"]["percent"].as_f64()),
+        (200, Some(20.0)),
+        "{promoted}"
+    );
+    let (status, promoted) = s
+        .a("POST", &format!("/v1/training-runs/{id}/promote"), None)
+        .await;
+    assert_eq!(
+        (status, promoted["deployed_version"].as_str()),
+        (200, Some("v1")),
+        "{promoted}"
+    );
+
+    // A run from v1 on another dataset, cancelled: Batch is told to terminate its job.
+    let (status, second) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(&json!({"agent_id": "coder-7", "dataset_id": "2026-11-25-0a1b2c3d4e5f"})),
+        )
+        .await;
+    assert_eq!(
+        (status, second["base"]["name"].as_str()),
+        (201, Some("v1")),
+        "{second}"
+    );
+    assert!(second["job"]["job_id"].as_str().is_some());
+    let (status, cancelled) = s
+        .a(
+            "POST",
+            &format!(
+                "/v1/training-runs/{}/cancel",
+                second["run_id"].as_str().unwrap()
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, cancelled["status"].as_str()),
+        (200, Some("cancelled")),
+        "{cancelled}"
+    );
+
+    // The training queue: a ready dataset starts the auto-train run (here: the one created
+    // above, found again, not a second job); what is not an event goes to the dead-letter queue.
+    let fixture = agentrl_testkit::fixture("training/sqs-batch.json").unwrap();
+    let pseudonym = Pseudonymizer::new(SECRET)
+        .unwrap()
+        .pseudonym(TENANT, "tenant-a");
+    for record in fixture["Records"].as_array().unwrap() {
+        let body = record["body"]
+            .as_str()
+            .unwrap()
+            .replace("c5cb867d175875163e6be3357503454b", &pseudonym);
+        stores.training.send(&body).await.unwrap();
+    }
+    // The stack's own consumer drains the training queue, as the SQS trigger does on AWS.
+    let mut dead = Vec::new();
+    for _ in 0..100 {
+        dead = stores.training.dead_letters(10).await.unwrap();
+        let (_, runs) = s.a("GET", "/v1/training-runs?agent_id=coder-7", None).await;
+        let triggered = runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["trigger"] == "dataset.ready");
+        if !dead.is_empty() && triggered {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(
+        dead[0].reason.starts_with("not an event"),
+        "{}",
+        dead[0].reason
+    );
+    let (_, runs) = s.a("GET", "/v1/training-runs?agent_id=coder-7", None).await;
+    let triggered: Vec<&Value> = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["trigger"] == "dataset.ready")
+        .collect();
+    assert_eq!(triggered.len(), 1, "{runs}");
+    assert_eq!(triggered[0]["config"], json!({"seed": 3}));
+    assert_eq!(
+        triggered[0]["base"]["name"], "v1",
+        "runs start from the deployed version"
+    );
+    s.stop().await;
+}

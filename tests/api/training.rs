@@ -1,0 +1,453 @@
+//! The training service over the local stack, on SQLite and on DynamoDB (moto): the agents
+//! registry, training runs (created once, launched as child processes, cancelled, failed),
+//! promotion refusals, routing, outcomes and tenant isolation. The jobs run a stand-in
+//! trainer (see `helpers::stand_in_trainer`); `cli/tests/training.rs` trains for real.
+
+use std::time::Duration;
+
+use agentrl_core::privacy::{Pseudonymizer, TENANT};
+use serde_json::{Value, json};
+
+use crate::helpers::{Stack, spawn_aws_stack, spawn_stack, spawn_stack_in};
+
+/// A dataset and a base model where the training service looks for them (the dataset job and
+/// an operator put them there in production).
+async fn fixtures(s: &Stack, tenant: &str, dataset: &str) {
+    let p = Pseudonymizer::new(b"a test secret of enough bytes").unwrap();
+    let manifest = json!({"schema_version": 1, "dataset_id": dataset, "agents": [
+        {"agent_id": "coder-7", "selected": true}
+    ]});
+    let path = format!(
+        "datasets/tenant={}/{dataset}/manifest.json",
+        p.pseudonym(TENANT, tenant)
+    );
+    s.stores
+        .objects
+        .put(&path, manifest.to_string().into())
+        .await
+        .unwrap();
+    s.stores
+        .objects
+        .put("models/tiny/config.json", "{}".into())
+        .await
+        .unwrap();
+}
+
+async fn wait_for(s: &Stack, run: &str, status: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let (code, v) = s.a("GET", &format!("/v1/training-runs/{run}"), None).await;
+        assert_eq!(code, 200, "{v}");
+        if v["status"] == status {
+            return v;
+        }
+        last = v;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {run} never became {status}: {last}");
+}
+
+async fn registry(s: &Stack) {
+    let agent = json!({"agent_id": "coder-7", "name": "Coder", "type": "coding",
+        "model": {"provider": "self-hosted", "name": "qwen-tiny"}, "base_prompt": "You fix bugs.",
+        "base_model": "tiny"});
+    let (status, created) = s.a("POST", "/v1/agents", Some(&agent)).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(
+        (
+            created["version"].as_u64(),
+            created["active"].as_bool(),
+            &created["deployed_version"]
+        ),
+        (Some(1), Some(true), &Value::Null)
+    );
+    let (status, again) = s.a("POST", "/v1/agents", Some(&agent)).await;
+    assert_eq!(
+        (status, again["field"].as_str()),
+        (409, Some("agent_id")),
+        "{again}"
+    );
+    let (status, bad) = s
+        .a(
+            "POST",
+            "/v1/agents",
+            Some(&json!({"agent_id": "a b", "name": "x", "type": "t",
+            "model": {"provider": "p", "name": "n"}})),
+        )
+        .await;
+    assert_eq!(
+        (status, bad["field"].as_str()),
+        (400, Some("agent_id")),
+        "{bad}"
+    );
+    let (status, bad) = s
+        .a(
+            "POST",
+            "/v1/agents",
+            Some(&json!({"name": "x", "type": "t",
+            "model": {"provider": "p", "name": "n"}, "base_model": "../secrets"})),
+        )
+        .await;
+    assert_eq!(
+        (status, bad["field"].as_str()),
+        (400, Some("base_model")),
+        "{bad}"
+    );
+    let (status, generated) = s
+        .a(
+            "POST",
+            "/v1/agents",
+            Some(&json!({"name": "Helper", "type": "support",
+            "model": {"provider": "openai", "name": "gpt-4o-mini"}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{generated}");
+    assert_eq!(
+        generated["agent_id"].as_str().unwrap().len(),
+        36,
+        "a UUID is assigned"
+    );
+
+    let (status, page) = s.a("GET", "/v1/agents?limit=1", None).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["agents"].as_array().unwrap().len(), 1);
+    let cursor = page["next_cursor"].as_str().expect("a second page");
+    let (_, rest) = s
+        .a("GET", &format!("/v1/agents?limit=1&cursor={cursor}"), None)
+        .await;
+    assert_eq!(rest["agents"].as_array().unwrap().len(), 1, "{rest}");
+    let (status, bad) = s.a("GET", "/v1/agents?cursor=zz", None).await;
+    assert_eq!((status, bad["field"].as_str()), (400, Some("cursor")));
+
+    let (status, patched) = s
+        .a(
+            "PATCH",
+            "/v1/agents/coder-7",
+            Some(&json!({"name": "Coder II", "base_prompt": "Fix bugs well."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(
+        (patched["name"].as_str(), patched["version"].as_u64()),
+        (Some("Coder II"), Some(2))
+    );
+    assert_eq!(patched["base_model"], "tiny", "absent fields stay");
+    let (status, bad) = s
+        .a(
+            "PATCH",
+            "/v1/agents/coder-7",
+            Some(&json!({"deployed_version": "v9"})),
+        )
+        .await;
+    assert_eq!(
+        status, 400,
+        "the deployed version changes by promotion only: {bad}"
+    );
+
+    let (status, _, _) = s
+        .send("GET", "/v1/agents/coder-7", Some(&s.key_b), None)
+        .await;
+    assert_eq!(status, 404, "another tenant's agent");
+    let (status, _, _) = s
+        .send(
+            "PATCH",
+            "/v1/agents/coder-7",
+            Some(&s.key_b),
+            Some(&json!({"name": "x"})),
+        )
+        .await;
+    assert_eq!(status, 404);
+}
+
+async fn runs(s: &Stack) {
+    fixtures(s, "tenant-a", "2026-11-24-abc").await;
+    let run = |config: Value| json!({"agent_id": "coder-7", "dataset_id": "2026-11-24-abc", "config": config});
+    let (status, missing) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(&json!({"agent_id": "nobody", "dataset_id": "2026-11-24-abc"})),
+        )
+        .await;
+    assert_eq!(status, 404, "{missing}");
+    let (status, missing) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(&json!({"agent_id": "coder-7", "dataset_id": "2026-01-01-none"})),
+        )
+        .await;
+    assert_eq!(
+        (status, missing["detail"].as_str()),
+        (404, Some("dataset not found"))
+    );
+    let (status, missing) = s
+        .a("POST", "/v1/training-runs", Some(&json!({"agent_id": "coder-7", "dataset_id": "2026-11-24-abc", "base_model": "nope"})))
+        .await;
+    assert_eq!(
+        (status, missing["detail"].as_str()),
+        (404, Some("base model not found"))
+    );
+    let (status, bad) = s
+        .a("POST", "/v1/training-runs", Some(&run(json!([1]))))
+        .await;
+    assert_eq!((status, bad["field"].as_str()), (400, Some("config")));
+
+    let traversal = json!({"agent_id": "coder-7", "dataset_id": "../tenant=someone-else"});
+    let (status, bad) = s.a("POST", "/v1/training-runs", Some(&traversal)).await;
+    assert_eq!(
+        (status, bad["field"].as_str()),
+        (400, Some("dataset_id")),
+        "{bad}"
+    );
+
+    // Another tenant with an agent of the same id cannot reach this tenant's dataset.
+    let agent_b = json!({"agent_id": "coder-7", "name": "B", "type": "coding",
+        "model": {"provider": "p", "name": "n"}, "base_model": "tiny"});
+    let (status, _, _) = s
+        .send("POST", "/v1/agents", Some(&s.key_b), Some(&agent_b))
+        .await;
+    assert_eq!(status, 201);
+    let (status, other, _) = s
+        .send(
+            "POST",
+            "/v1/training-runs",
+            Some(&s.key_b),
+            Some(&run(json!({}))),
+        )
+        .await;
+    assert_eq!(
+        (status, other["detail"].as_str()),
+        (404, Some("dataset not found")),
+        "{other}"
+    );
+
+    let (status, created) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(&run(
+                json!({"seed": 1, "grpo": {"steps": 5, "group_size": 4}}),
+            )),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(created["base"], json!({"kind": "model", "name": "tiny"}));
+    assert_eq!(created["job"]["launcher"], "local");
+    let (status, same) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(&run(
+                json!({"grpo": {"group_size": 4, "steps": 5}, "seed": 1}),
+            )),
+        )
+        .await;
+    assert_eq!(
+        (status, same["run_id"].as_str()),
+        (200, Some(id.as_str())),
+        "one run per inputs"
+    );
+
+    let running = wait_for(s, &id, "running").await;
+    assert!(running["started_at_ms"].as_u64().is_some(), "{running}");
+    assert_eq!(running["progress"]["steps_total"], 5);
+    assert_eq!(running["cost_estimate_usd"], 0.0, "local runs cost nothing");
+    let (status, _, _) = s
+        .send(
+            "GET",
+            &format!("/v1/training-runs/{id}"),
+            Some(&s.key_b),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "another tenant's run");
+    let (status, refused) = s
+        .a("POST", &format!("/v1/training-runs/{id}/promote"), None)
+        .await;
+    assert_eq!(status, 409, "{refused}");
+
+    let (status, listed) = s.a("GET", "/v1/training-runs?agent_id=coder-7", None).await;
+    assert_eq!(status, 200);
+    assert!(
+        listed["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["run_id"] == id.as_str()),
+        "{listed}"
+    );
+    let (_, others, _) = s
+        .send("GET", "/v1/training-runs", Some(&s.key_b), None)
+        .await;
+    assert_eq!(others["runs"], json!([]));
+
+    let (status, cancelled) = s
+        .a("POST", &format!("/v1/training-runs/{id}/cancel"), None)
+        .await;
+    assert_eq!(
+        (status, cancelled["status"].as_str()),
+        (200, Some("cancelled")),
+        "{cancelled}"
+    );
+    let (status, again) = s
+        .a("POST", &format!("/v1/training-runs/{id}/cancel"), None)
+        .await;
+    assert_eq!(status, 409, "{again}");
+
+    // A job that fails: the run is failed with the trainer's words, and has nothing to promote.
+    let (status, created) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(&run(json!({"note": "fail"}))),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let failing = created["run_id"].as_str().unwrap();
+    let failed = wait_for(s, failing, "failed").await;
+    assert!(
+        failed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("stand-in trainer failed as asked"),
+        "{failed}"
+    );
+    let (status, refused) = s
+        .a(
+            "POST",
+            &format!("/v1/training-runs/{failing}/promote"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    let (status, _) = s
+        .a("POST", &format!("/v1/training-runs/{failing}/cancel"), None)
+        .await;
+    assert_eq!(status, 409, "a finished run cannot be cancelled");
+}
+
+async fn routing_and_outcomes(s: &Stack) {
+    let (status, route) = s
+        .a("GET", "/v1/agents/coder-7/route?key=user-1", None)
+        .await;
+    assert_eq!(status, 200, "{route}");
+    assert_eq!(
+        (&route["version"], route["arm"].as_str()),
+        (&Value::Null, Some("deployed"))
+    );
+    let (status, bad) = s.a("GET", "/v1/agents/coder-7/route", None).await;
+    assert_eq!((status, bad["field"].as_str()), (400, Some("key")));
+    let (status, _) = s.a("GET", "/v1/agents/nobody/route?key=k", None).await;
+    assert_eq!(status, 404);
+    let (status, bad) = s
+        .a(
+            "POST",
+            "/v1/agents/coder-7/outcomes",
+            Some(&json!({"outcomes": [{"version": "v1", "reward": 3.0}]})),
+        )
+        .await;
+    assert_eq!(
+        (status, bad["field"].as_str()),
+        (400, Some("outcomes[0].reward"))
+    );
+    let (status, missing) = s
+        .a(
+            "POST",
+            "/v1/agents/coder-7/outcomes",
+            Some(&json!({"outcomes": [{"version": "v1", "reward": 0.5}]})),
+        )
+        .await;
+    assert_eq!(
+        (status, missing["detail"].as_str()),
+        (404, Some("model version not found"))
+    );
+    let (status, versions) = s.a("GET", "/v1/agents/coder-7/versions", None).await;
+    assert_eq!((status, &versions["versions"]), (200, &json!([])));
+
+    let (status, gate) = s.a("GET", "/v1/config/promotion-gate", None).await;
+    assert_eq!(
+        (status, gate["min_live_outcomes"].as_u64()),
+        (200, Some(50)),
+        "{gate}"
+    );
+    let (status, bad) = s
+        .a(
+            "PUT",
+            "/v1/config/promotion-gate",
+            Some(&json!({"min_reward_gain": 5.0})),
+        )
+        .await;
+    assert_eq!(
+        (status, bad["field"].as_str()),
+        (400, Some("min_reward_gain")),
+        "{bad}"
+    );
+}
+
+async fn training_end_to_end(s: Stack) {
+    registry(&s).await;
+    runs(&s).await;
+    routing_and_outcomes(&s).await;
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn training_on_sqlite() {
+    training_end_to_end(spawn_stack().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn training_on_dynamodb() {
+    training_end_to_end(spawn_aws_stack().await).await;
+}
+
+/// The starts the stand-in trainer noted for a run's output prefix.
+fn starts(dir: &std::path::Path, output: &str) -> usize {
+    std::fs::read_to_string(dir.join("objects").join(output).join("starts"))
+        .map_or(0, |text| text.lines().count())
+}
+
+/// Stopping the local stack mid-run leaves the run `running`; the next start launches it
+/// again (the trainer resumes from its newest checkpoint), so no run stays `running` with
+/// nothing behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_local_run_is_launched_again_on_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn_stack_in(dir.path()).await;
+    registry(&s).await;
+    fixtures(&s, "tenant-a", "2026-11-24-abc").await;
+    let body =
+        json!({"agent_id": "coder-7", "dataset_id": "2026-11-24-abc", "config": {"seed": 9}});
+    let (status, run) = s.a("POST", "/v1/training-runs", Some(&body)).await;
+    assert_eq!(status, 201, "{run}");
+    let id = run["run_id"].as_str().unwrap().to_owned();
+    let output = run["artifacts"]["output"].as_str().unwrap().to_owned();
+    wait_for(&s, &id, "running").await;
+    s.stop().await;
+    assert_eq!(starts(dir.path(), &output), 1);
+
+    let s = spawn_stack_in(dir.path()).await;
+    for _ in 0..100 {
+        if starts(dir.path(), &output) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        starts(dir.path(), &output),
+        2,
+        "launched again after the restart"
+    );
+    let (_, resumed) = s.a("GET", &format!("/v1/training-runs/{id}"), None).await;
+    assert_eq!(resumed["status"], "running", "{resumed}");
+    let (status, cancelled) = s
+        .a("POST", &format!("/v1/training-runs/{id}/cancel"), None)
+        .await;
+    assert_eq!(
+        (status, cancelled["status"].as_str()),
+        (200, Some("cancelled"))
+    );
+    s.stop().await;
+}
