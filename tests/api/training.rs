@@ -409,6 +409,17 @@ fn starts(dir: &std::path::Path, output: &str) -> usize {
         .map_or(0, |text| text.lines().count())
 }
 
+/// Waits (10 s at most) until the stand-in trainer noted `n` starts of the run.
+async fn wait_for_starts(dir: &std::path::Path, output: &str, n: usize) {
+    for _ in 0..100 {
+        if starts(dir, output) >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(starts(dir, output), n);
+}
+
 /// Stopping the local stack mid-run leaves the run `running`; the next start launches it
 /// again (the trainer resumes from its newest checkpoint), so no run stays `running` with
 /// nothing behind it.
@@ -425,21 +436,11 @@ async fn an_interrupted_local_run_is_launched_again_on_restart() {
     let id = run["run_id"].as_str().unwrap().to_owned();
     let output = run["artifacts"]["output"].as_str().unwrap().to_owned();
     wait_for(&s, &id, "running").await;
+    wait_for_starts(dir.path(), &output, 1).await;
     s.stop().await;
-    assert_eq!(starts(dir.path(), &output), 1);
 
     let s = spawn_stack_in(dir.path()).await;
-    for _ in 0..100 {
-        if starts(dir.path(), &output) == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        starts(dir.path(), &output),
-        2,
-        "launched again after the restart"
-    );
+    wait_for_starts(dir.path(), &output, 2).await;
     let (_, resumed) = s.a("GET", &format!("/v1/training-runs/{id}"), None).await;
     assert_eq!(resumed["status"], "running", "{resumed}");
     let (status, cancelled) = s

@@ -7,6 +7,7 @@ use agentrl_http::sqs::{DrainOptions, drain};
 use agentrl_store::Stores;
 use agentrl_turns::read_turns;
 use serde_json::{Value, json};
+use sha2::Digest;
 
 use crate::helpers::{NOON, envelope, pseudonyms, trajectory, worker};
 
@@ -126,6 +127,57 @@ pub async fn datasets_split_by_conversation_without_duplicates(stores: &Stores) 
         c.sft_examples, 12,
         "every kept episode has a positive reward"
     );
+
+    // The exports: the same positive episodes in the OpenAI chat format, split like the rest,
+    // and the best of the training ones per agent; listed with their hashes.
+    assert_eq!(c.openai_chat_examples, 12);
+    let mut chat_lines = 0;
+    for name in ["openai_chat", "openai_chat_validation"] {
+        let entry = &a.files[name];
+        let bytes = stores.objects.get(&entry.path).await.unwrap().unwrap();
+        assert_eq!(entry.sha256, hex::encode(sha2::Sha256::digest(&bytes)));
+        for line in std::str::from_utf8(&bytes).unwrap().lines() {
+            let example: Value = serde_json::from_str(line).unwrap();
+            let messages = example["messages"].as_array().unwrap();
+            let last = messages.last().unwrap();
+            assert_eq!(last["role"], "assistant", "{example}");
+            let call = &last["tool_calls"][0];
+            assert_eq!(
+                (call["type"].as_str(), call["function"]["name"].as_str()),
+                (Some("function"), Some("send_email"))
+            );
+            let arguments: Value =
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert!(arguments["to"].is_string(), "{arguments}");
+            chat_lines += 1;
+        }
+    }
+    assert_eq!(chat_lines, 12);
+    let few_shot: Value = serde_json::from_slice(
+        &stores
+            .objects
+            .get(&a.files["few_shot"].path)
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut examples = 0;
+    for (_, best) in few_shot.as_object().unwrap() {
+        let rewards: Vec<f64> = best
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["reward"].as_f64().unwrap())
+            .collect();
+        assert!(
+            rewards.len() <= 5 && rewards.windows(2).all(|w| w[0] >= w[1]),
+            "{rewards:?}"
+        );
+        examples += rewards.len() as u64;
+    }
+    assert!(examples > 0);
+    assert_eq!(examples, c.few_shot_examples);
 
     let mut conversations: Vec<BTreeSet<String>> = Vec::new();
     let mut turns = BTreeSet::new();

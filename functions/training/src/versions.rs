@@ -74,12 +74,15 @@ pub(crate) async fn register(
         Ok(r) => r,
         Err(e) => return Ok(RegisterOutcome::NoReport(format!("run.json: {e}"))),
     };
+    // The resumable checkpoints are the run's working state, not its product.
+    let checkpoints = format!("{out}checkpoints/");
     let artifacts: Vec<String> = state
         .objects
         .list(out)
         .await?
         .into_iter()
         .map(|m| m.path)
+        .filter(|p| !p.starts_with(&checkpoints))
         .collect();
     let has = |name: &str| artifacts.iter().any(|p| p == &format!("{out}{name}"));
     let model_prefix = if has("model.safetensors") && has("config.json") {

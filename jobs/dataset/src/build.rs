@@ -15,7 +15,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::{progress::Progress, read::catalog, upload::upload};
+use crate::{
+    exports::{FewShot, Turn, openai_messages},
+    progress::Progress,
+    read::catalog,
+    upload::upload,
+};
 
 /// Where datasets are written.
 pub const DATASETS_PREFIX: &str = "datasets/";
@@ -48,6 +53,10 @@ pub struct Counts {
     pub validation_conversations: u64,
     /// Lines of `sft.jsonl`.
     pub sft_examples: u64,
+    /// Lines of `openai-chat.jsonl` and `openai-chat-validation.jsonl`.
+    pub openai_chat_examples: u64,
+    /// Examples in `few-shot.json`.
+    pub few_shot_examples: u64,
     /// Lines of `preferences.jsonl`.
     pub preference_pairs: u64,
     /// Lines of `groups.jsonl`.
@@ -77,7 +86,8 @@ pub struct Manifest {
     pub rules: Rules,
     /// The counts.
     pub counts: Counts,
-    /// Every file, by name (`train`, `validation`, `sft`, `preferences`, `groups`).
+    /// Every file, by name (`train`, `validation`, `sft`, `preferences`, `groups`,
+    /// `openai_chat`, `openai_chat_validation`, `few_shot`).
     pub files: BTreeMap<String, FileEntry>,
     /// SHA-256 over the files' hashes in name order: one value for the whole dataset.
     pub content_hash: String,
@@ -137,17 +147,14 @@ pub async fn build(
     Ok(manifests)
 }
 
-/// Chat messages of one trajectory, for the SFT and preference views.
-type Messages = Vec<(String, String)>;
-
 /// The prompt (messages before the last assistant turn) and that turn's content.
-fn prompt_and_completion(messages: &Messages) -> Option<(Value, String)> {
-    let last = messages.iter().rposition(|(role, _)| role == "assistant")?;
-    let prompt = messages[..last]
+fn prompt_and_completion(turns: &[Turn]) -> Option<(Value, String)> {
+    let last = turns.iter().rposition(|t| t.role == "assistant")?;
+    let prompt = turns[..last]
         .iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+        .map(|t| json!({"role": t.role, "content": t.content}))
         .collect();
-    Some((Value::Array(prompt), messages[last].1.clone()))
+    Some((Value::Array(prompt), turns[last].content.clone()))
 }
 
 /// The writers of pass two.
@@ -156,6 +163,8 @@ struct Outputs {
     train: TurnWriter<BufWriter<std::fs::File>>,
     validation: TurnWriter<BufWriter<std::fs::File>>,
     sft: BufWriter<std::fs::File>,
+    /// `openai-chat.jsonl` and `openai-chat-validation.jsonl`, by split.
+    openai: [BufWriter<std::fs::File>; 2],
 }
 
 impl Outputs {
@@ -171,6 +180,10 @@ impl Outputs {
             train: TurnWriter::new(file("train.parquet")?, &options)?,
             validation: TurnWriter::new(file("validation.parquet")?, &options)?,
             sft: file("sft.jsonl")?,
+            openai: [
+                file("openai-chat.jsonl")?,
+                file("openai-chat-validation.jsonl")?,
+            ],
             dir,
         })
     }
@@ -232,7 +245,8 @@ async fn build_tenant(
         ..Counts::default()
     };
     let mut conversations: [HashSet<String>; 2] = [HashSet::new(), HashSet::new()];
-    let mut open: HashMap<String, Messages> = HashMap::new();
+    let mut open: HashMap<String, Vec<Turn>> = HashMap::new();
+    let mut few_shot = FewShot::default();
     let mut finished: HashMap<String, (Value, String)> = HashMap::new();
     let mut progress = Progress::start("writing splits", paths.len() as u64);
     for (object, path) in paths.iter().enumerate() {
@@ -275,7 +289,7 @@ async fn build_tenant(
             let last = row.turn_index + 1 >= row.turn_count;
             open.entry(row.trajectory_id.clone())
                 .or_default()
-                .push((row.role.clone(), row.content.clone()));
+                .push(Turn::from(&row));
             if !last {
                 continue;
             }
@@ -294,6 +308,13 @@ async fn build_tenant(
                 });
                 writeln!(out.sft, "{line}")?;
                 counts.sft_examples += 1;
+                if let Some(chat) = openai_messages(&messages) {
+                    writeln!(out.openai[side], "{chat}")?;
+                    counts.openai_chat_examples += 1;
+                    if side == 0 {
+                        few_shot.offer(&row.agent_id, &row.trajectory_id, episode.reward, chat);
+                    }
+                }
             }
             if in_pairs.contains(row.trajectory_id.as_str()) {
                 finished.insert(row.trajectory_id.clone(), (prompt, completion));
@@ -309,6 +330,15 @@ async fn build_tenant(
     out.train.finish()?.flush()?;
     out.validation.finish()?.flush()?;
     out.sft.flush()?;
+    for file in &mut out.openai {
+        file.flush()?;
+    }
+    let (few_shot, few_shot_examples) = few_shot.finish();
+    counts.few_shot_examples = few_shot_examples;
+    std::fs::write(
+        dir.join("few-shot.json"),
+        serde_json::to_vec_pretty(&few_shot)?,
+    )?;
     let mut preferences = BufWriter::new(std::fs::File::create(dir.join("preferences.jsonl"))?);
     for pair in &pairs {
         let (Some((prompt, chosen)), Some((_, rejected))) =
@@ -340,7 +370,10 @@ async fn build_tenant(
     let root = format!("{DATASETS_PREFIX}tenant={tenant}/{dataset_id}");
     let mut files = BTreeMap::new();
     for (name, file) in [
+        ("few_shot", "few-shot.json"),
         ("groups", "groups.jsonl"),
+        ("openai_chat", "openai-chat.jsonl"),
+        ("openai_chat_validation", "openai-chat-validation.jsonl"),
         ("preferences", "preferences.jsonl"),
         ("sft", "sft.jsonl"),
         ("train", "train.parquet"),

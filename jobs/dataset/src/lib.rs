@@ -6,12 +6,15 @@
 //! - `sft.jsonl`: positive episodes as prompt messages → final assistant completion;
 //! - `preferences.jsonl`: per GRPO group, its best against its worst episode;
 //! - `groups.jsonl`: GRPO groups with their reward mean/std and a zero-variance flag;
+//! - `openai-chat.jsonl`, `openai-chat-validation.jsonl`: positive episodes in the OpenAI chat
+//!   fine-tuning format; `few-shot.json`: the best of them per agent;
 //! - `manifest.json`: schema version, counts, content hashes, source objects, the rules used.
 //!
-//! Then it sends `training.dataset.ready` on the event queue. Runs locally
+//! Then it sends `training.dataset.ready` on the event queue and the training queue. Runs locally
 //! (`agentrl dataset build`) and on AWS from an EventBridge schedule (`bin/dataset.rs`).
 
 mod build;
+mod exports;
 mod progress;
 mod read;
 mod upload;

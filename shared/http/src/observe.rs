@@ -36,24 +36,29 @@ impl Metrics {
     /// off): what happened outside a request, e.g. a training run that failed.
     pub fn count(&self, name: &str, value: u64) {
         if let Self::Emf { namespace, service } = self {
-            let timestamp = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            let line = serde_json::json!({
-                "_aws": {
-                    "Timestamp": timestamp,
-                    "CloudWatchMetrics": [{
-                        "Namespace": namespace,
-                        "Dimensions": [["service"]],
-                        "Metrics": [{"Name": name, "Unit": "Count"}]
-                    }]
-                },
-                "service": service,
-                name: value,
-            });
+            let line = count_line(namespace, service, name, value);
             let _ = writeln!(std::io::stdout().lock(), "{line}");
         }
     }
+}
+
+/// One CloudWatch Embedded Metric Format record of a count with the `service` dimension.
+fn count_line(namespace: &str, service: &str, name: &str, value: u64) -> serde_json::Value {
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    serde_json::json!({
+        "_aws": {
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [["service"]],
+                "Metrics": [{"Name": name, "Unit": "Count"}]
+            }]
+        },
+        "service": service,
+        name: value,
+    })
 }
 
 pub(crate) async fn observe(State(metrics): State<Metrics>, req: Request, next: Next) -> Response {
@@ -149,5 +154,20 @@ mod tests {
         );
         assert_eq!(line["latency"], 12.5);
         assert!(line["_aws"]["Timestamp"].as_u64().unwrap() > 1_700_000_000_000);
+    }
+
+    #[test]
+    fn a_count_is_one_declared_metric_with_its_value() {
+        let line = count_line("agentrl", "training", "training_runs_failed", 2);
+        let declared = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(declared["Dimensions"], serde_json::json!([["service"]]));
+        assert_eq!(declared["Metrics"][0]["Name"], "training_runs_failed");
+        assert_eq!(
+            (
+                line["service"].as_str(),
+                line["training_runs_failed"].as_u64()
+            ),
+            (Some("training"), Some(2))
+        );
     }
 }
