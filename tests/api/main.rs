@@ -7,6 +7,7 @@ mod budgets;
 mod concurrency;
 mod helpers;
 mod idempotency;
+mod kpis;
 mod learning;
 mod plumbing;
 mod rewards;

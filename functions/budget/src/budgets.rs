@@ -7,11 +7,14 @@ use agentrl_core::{
     budget::{
         self, Budget, Completion, Decision, Outcome, Report, Status, TaskDescription, assess,
     },
+    kpi::KpiCounts,
 };
 use agentrl_store::{
     StoreError,
     retry::{Contended, now_ms, optimistic},
 };
+
+use agentrl_http::kpis::KpiLedger;
 
 use crate::repo::{BudgetRepo, SaveError, StoredReport};
 
@@ -190,17 +193,18 @@ async fn replay(
 /// that adaptive allocation learns from.
 pub(crate) async fn complete(
     repo: &BudgetRepo,
+    kpis: &KpiLedger,
     tenant: &TenantId,
     id: &str,
     outcome: Outcome,
 ) -> Result<Budget, CompleteError> {
-    optimistic(move || async move {
+    let (budget, changed) = optimistic(move || async move {
         let (mut budget, version) = repo
             .budget(tenant, id)
             .await?
             .ok_or(CompleteError::NotFound)?;
         if budget.complete(outcome, now_ms())? == Completion::Unchanged {
-            return Ok(budget);
+            return Ok((budget, false));
         }
         let usage = if outcome == Outcome::Success {
             let config = repo.config(tenant).await?;
@@ -211,12 +215,33 @@ pub(crate) async fn complete(
             None
         };
         match repo.complete(tenant, &budget, version, usage).await {
-            Ok(()) => Ok(budget),
+            Ok(()) => Ok((budget, true)),
             Err(SaveError::Store(e)) => Err(e.into()),
             Err(SaveError::BudgetChanged | SaveError::ReportAlreadyCounted) => {
                 Err(CompleteError::Contended)
             }
         }
     })
-    .await
+    .await?;
+    if changed {
+        kpis.record(
+            tenant,
+            budget.updated_at_ms,
+            &completion_counts(&budget, outcome),
+        )
+        .await;
+    }
+    Ok(budget)
+}
+
+/// What a closed budget adds to the KPIs.
+fn completion_counts(budget: &Budget, outcome: Outcome) -> KpiCounts {
+    KpiCounts {
+        budgets_completed: 1,
+        budgets_succeeded: u64::from(outcome == Outcome::Success),
+        budgets_escalated: u64::from(!budget.escalations.is_empty()),
+        tokens_used: budget.consumed_tokens,
+        tokens_allocated: budget.allocated_tokens,
+        ..KpiCounts::default()
+    }
 }

@@ -14,7 +14,7 @@ use wire::BudgetConfigBody;
 
 use std::sync::Arc;
 
-use agentrl_http::{Service, config::ConfigApi};
+use agentrl_http::{Service, config::ConfigApi, kpis::KpiLedger};
 use agentrl_store::ports::Table;
 use axum::{
     Router,
@@ -28,14 +28,23 @@ pub use repo::BudgetRepo;
 #[derive(Clone)]
 pub struct BudgetState {
     repo: BudgetRepo,
+    kpis: KpiLedger,
 }
 
 impl BudgetState {
     /// State over `table`.
     pub fn new(table: Arc<dyn Table>) -> Self {
         Self {
+            kpis: KpiLedger::new(table.clone()),
             repo: BudgetRepo::new(table),
         }
+    }
+
+    /// The same state, emitting its KPI counts (closed budgets) in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: agentrl_http::Metrics) -> Self {
+        self.kpis = self.kpis.with_metrics(metrics);
+        self
     }
 }
 

@@ -26,6 +26,7 @@ pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
 pub struct DiffState {
     scorer: Arc<Scorer>,
     weights: TenantConfig<Weights>,
+    kpis: agentrl_http::kpis::KpiLedger,
 }
 
 impl DiffState {
@@ -33,8 +34,16 @@ impl DiffState {
     pub fn new(table: Arc<dyn Table>) -> Self {
         Self {
             scorer: Arc::new(Scorer::new(Limits::default())),
+            kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
             weights: TenantConfig::new(table, "diffs"),
         }
+    }
+
+    /// The same state, emitting its KPI counts (scored changes, reward hacking) in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: agentrl_http::Metrics) -> Self {
+        self.kpis = self.kpis.with_metrics(metrics);
+        self
     }
 }
 

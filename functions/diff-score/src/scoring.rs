@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use agentrl_core::TenantId;
 use agentrl_diff::{InputError, Lang, Report, Request};
 use agentrl_store::StoreError;
+use agentrl_store::retry::now_ms;
 
 use crate::DiffState;
 
@@ -46,5 +47,11 @@ pub(crate) async fn score(
     let report =
         tokio::task::spawn_blocking(move || scorer.score(&change.before, &change.after, &request))
             .await??;
+    let counts = agentrl_core::kpi::KpiCounts {
+        diffs_scored: 1,
+        reward_hacking_flagged: u64::from(!report.flags.is_empty()),
+        ..Default::default()
+    };
+    state.kpis.record(tenant, now_ms(), &counts).await;
     Ok(report)
 }

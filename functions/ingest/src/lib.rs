@@ -39,6 +39,7 @@ pub struct TrajectoryState {
     queue: Arc<dyn Queue>,
     table: Arc<dyn Table>,
     configs: TenantConfig<IngestConfig>,
+    kpis: agentrl_http::kpis::KpiLedger,
 }
 
 impl TrajectoryState {
@@ -47,8 +48,16 @@ impl TrajectoryState {
         Self {
             queue,
             configs: TenantConfig::new(table.clone(), config::CONFIG_NAME),
+            kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
             table,
         }
+    }
+
+    /// The same state, emitting its KPI counts (accepted trajectories) in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: agentrl_http::Metrics) -> Self {
+        self.kpis = self.kpis.with_metrics(metrics);
+        self
     }
 }
 

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use agentrl_core::{FieldError, TenantId, trajectory::Trajectory};
+use agentrl_core::{FieldError, TenantId, kpi::KpiCounts, trajectory::Trajectory};
+use agentrl_http::kpis::KpiLedger;
 use agentrl_store::{
     StoreError,
     ports::{Queue, Table},
@@ -33,17 +34,29 @@ pub(crate) struct PrivacySpend {
 /// receipt time; returns the message id.
 pub(crate) async fn submit(
     queue: &Arc<dyn Queue>,
+    kpis: &KpiLedger,
     tenant: &TenantId,
     trajectory: Trajectory,
 ) -> Result<String, SubmitError> {
     trajectory.validate()?;
+    let counts = KpiCounts {
+        trajectories: 1,
+        trajectories_with_tools: u64::from(trajectory.turns.iter().any(|t| t.tool_call.is_some())),
+        trajectories_succeeded: u64::from(
+            trajectory.final_outcome.as_ref().is_some_and(|o| o.success),
+        ),
+        ..KpiCounts::default()
+    };
+    let received_at_ms = now_ms();
     let envelope = Envelope {
         tenant: tenant.as_str().to_owned(),
-        received_at_ms: i64::try_from(now_ms()).unwrap_or(i64::MAX),
+        received_at_ms: i64::try_from(received_at_ms).unwrap_or(i64::MAX),
         trajectory,
     };
     let body = serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
-    Ok(queue.send(&body).await?)
+    let id = queue.send(&body).await?;
+    kpis.record(tenant, received_at_ms, &counts).await;
+    Ok(id)
 }
 
 /// The tenant's privacy accounting.

@@ -44,6 +44,7 @@ pub struct TrainingState {
     launcher: Arc<dyn Launcher>,
     pseudonyms: Arc<Pseudonymizer>,
     metrics: Metrics,
+    kpis: agentrl_http::kpis::KpiLedger,
 }
 
 impl TrainingState {
@@ -56,6 +57,7 @@ impl TrainingState {
         pseudonyms: Arc<Pseudonymizer>,
     ) -> Self {
         Self {
+            kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
             repo: TrainingRepo::new(table),
             objects,
             launcher,
@@ -88,6 +90,7 @@ impl TrainingState {
         routes::runs::list,
         routes::runs::cancel,
         routes::runs::promote,
+        routes::kpis::read,
     ),
     tags((name = "training", description = "Agents registry, training runs, model versions, promotion and canary rollout"))
 )]
@@ -117,6 +120,7 @@ pub fn service(state: TrainingState) -> Service {
             "/v1/training-runs/{id}/promote",
             post(routes::runs::promote),
         )
+        .route("/v1/kpis", get(routes::kpis::read))
         .layer(axum::extract::DefaultBodyLimit::max(
             agentrl_http::DEFAULT_BODY_LIMIT,
         ));

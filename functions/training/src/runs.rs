@@ -482,9 +482,12 @@ pub async fn job_state(
     }
     let reported = match reported {
         JobState::Succeeded => match versions::register(state, t, &run).await? {
-            RegisterOutcome::Registered(v) => {
+            RegisterOutcome::Registered(v, evaluation) => {
                 tracing::info!(run = %id, version = %v, "model version registered");
                 state.metrics.count("training_runs_succeeded", 1);
+                if let Some(e) = evaluation {
+                    state.metrics.record("validation_reward", e.reward, "None");
+                }
                 return Ok(true);
             }
             RegisterOutcome::AlreadyFinished => return Ok(false),

@@ -23,8 +23,8 @@ use crate::{
 
 /// What registering a run's version did.
 pub(crate) enum RegisterOutcome {
-    /// The version id.
-    Registered(String),
+    /// The version id and its validation scores.
+    Registered(String, Option<Evaluation>),
     /// The run had already finished (a repeated report).
     AlreadyFinished,
     /// The run wrote no usable `run.json`: the reason to fail it with.
@@ -137,7 +137,7 @@ pub(crate) async fn register(
             .repo
             .register_version(t, &record, (&run, run_at), (&agent, agent_at))
             .await?;
-        Ok(RegisterOutcome::Registered(version))
+        Ok(RegisterOutcome::Registered(version, after.clone()))
     })
     .await
 }

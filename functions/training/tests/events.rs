@@ -114,4 +114,12 @@ async fn every_fixture_round_trips() {
     assert_eq!(status, 200, "{gate}");
     let (status, gate) = call(&app, &fixture("get-config.json")).await;
     assert_eq!((status, gate["require_live"].as_bool()), (200, Some(true)));
+
+    let (status, kpis) = call(&app, &fixture("get-kpis.json")).await;
+    assert_eq!(status, 200, "{kpis}");
+    assert_eq!(
+        (kpis["from"].as_str(), kpis["to"].as_str()),
+        (Some("2026-11-18"), Some("2026-11-24"))
+    );
+    assert_eq!(kpis["kpis"]["counts"]["trajectories"], 0);
 }

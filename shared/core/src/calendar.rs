@@ -16,6 +16,28 @@ pub fn utc_date(ms: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
+/// Epoch milliseconds of the start (00:00 UTC) of the calendar date `YYYY-MM-DD`; `None` for
+/// anything else, including dates that do not exist (`2026-02-30`).
+pub fn date_start_ms(date: &str) -> Option<i64> {
+    if date.len() != 10 || !date.is_char_boundary(4) || !date.is_char_boundary(8) {
+        return None;
+    }
+    let year: i64 = date[0..4].parse().ok()?;
+    let month: i64 = date[5..7].parse().ok()?;
+    let day: i64 = date[8..10].parse().ok()?;
+    // Howard Hinnant's days-from-civil, the inverse of `utc_date`.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let ms = (era * 146_097 + doe - 719_468) * 86_400_000;
+    // Out-of-range months and days, signs and separators other than `-` do not survive the
+    // round trip.
+    (utc_date(ms) == date).then_some(ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,5 +49,23 @@ mod tests {
         assert_eq!(utc_date(1_795_305_599_999), "2026-11-21");
         assert_eq!(utc_date(1_795_305_600_000), "2026-11-22");
         assert_eq!(utc_date(-1), "1969-12-31");
+    }
+
+    #[test]
+    fn dates_parse_back_to_their_first_millisecond() {
+        for ms in [0, 951_782_400_000, 1_795_305_600_000, -86_400_000] {
+            assert_eq!(date_start_ms(&utc_date(ms)), Some(ms));
+        }
+        for bad in [
+            "2026-02-30",
+            "2026-13-01",
+            "2026-1-011",
+            "2026/01/01",
+            "2026-+1-01",
+            "x",
+            "2026-01-01T",
+        ] {
+            assert_eq!(date_start_ms(bad), None, "{bad}");
+        }
     }
 }

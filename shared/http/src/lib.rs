@@ -11,6 +11,7 @@ mod auth;
 pub mod config;
 pub mod idempotency;
 mod json;
+pub mod kpis;
 pub mod lambda;
 mod observe;
 mod problem;

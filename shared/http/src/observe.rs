@@ -35,15 +35,27 @@ impl Metrics {
     /// Adds `value` to the count `name` of the service (an EMF line on stdout; nothing when
     /// off): what happened outside a request, e.g. a training run that failed.
     pub fn count(&self, name: &str, value: u64) {
+        self.record(name, value as f64, "Count");
+    }
+
+    /// Records `value` (in CloudWatch `unit`, e.g. `None` for a score) as the metric `name` of
+    /// the service: an EMF line on stdout; nothing when off.
+    pub fn record(&self, name: &str, value: f64, unit: &str) {
         if let Self::Emf { namespace, service } = self {
-            let line = count_line(namespace, service, name, value);
+            let line = metric_line(namespace, service, name, value, unit);
             let _ = writeln!(std::io::stdout().lock(), "{line}");
         }
     }
 }
 
-/// One CloudWatch Embedded Metric Format record of a count with the `service` dimension.
-fn count_line(namespace: &str, service: &str, name: &str, value: u64) -> serde_json::Value {
+/// One CloudWatch Embedded Metric Format record of one metric with the `service` dimension.
+fn metric_line(
+    namespace: &str,
+    service: &str,
+    name: &str,
+    value: f64,
+    unit: &str,
+) -> serde_json::Value {
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -53,7 +65,7 @@ fn count_line(namespace: &str, service: &str, name: &str, value: u64) -> serde_j
             "CloudWatchMetrics": [{
                 "Namespace": namespace,
                 "Dimensions": [["service"]],
-                "Metrics": [{"Name": name, "Unit": "Count"}]
+                "Metrics": [{"Name": name, "Unit": unit}]
             }]
         },
         "service": service,
@@ -157,17 +169,20 @@ mod tests {
     }
 
     #[test]
-    fn a_count_is_one_declared_metric_with_its_value() {
-        let line = count_line("agentrl", "training", "training_runs_failed", 2);
+    fn a_metric_is_one_declared_value_with_its_unit() {
+        let line = metric_line("agentrl", "training", "training_runs_failed", 2.0, "Count");
         let declared = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(declared["Dimensions"], serde_json::json!([["service"]]));
-        assert_eq!(declared["Metrics"][0]["Name"], "training_runs_failed");
+        assert_eq!(
+            declared["Metrics"][0],
+            serde_json::json!({"Name": "training_runs_failed", "Unit": "Count"})
+        );
         assert_eq!(
             (
                 line["service"].as_str(),
-                line["training_runs_failed"].as_u64()
+                line["training_runs_failed"].as_f64()
             ),
-            (Some("training"), Some(2))
+            (Some("training"), Some(2.0))
         );
     }
 }

@@ -31,12 +31,20 @@ pub async fn invoke_json(
     Ok((status, serde_json::from_slice(&body).unwrap_or_default()))
 }
 
-/// The fixture `events/{path}` of this repository.
+/// The fixture `events/{path}` of this repository: the one above the running test's package
+/// (cargo sets `CARGO_MANIFEST_DIR` when it runs a test), so a build of this crate made in
+/// another checkout that shares the target directory still reads this checkout's fixtures.
 ///
 /// # Errors
 /// When the file is missing or not JSON.
 pub fn fixture(path: &str) -> anyhow::Result<serde_json::Value> {
-    let file = format!("{}/../../events/{path}", env!("CARGO_MANIFEST_DIR"));
+    let package = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    let root = std::path::Path::new(&package)
+        .ancestors()
+        .find(|dir| dir.join("events").is_dir() && dir.join("Cargo.lock").is_file())
+        .with_context(|| format!("no repository root with events/ above {package}"))?;
+    let file = root.join("events").join(path).display().to_string();
     let text = std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {file}"))
 }

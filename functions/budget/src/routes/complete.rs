@@ -45,6 +45,6 @@ pub(crate) async fn complete(
     Path(id): Path<String>,
     ValidJson(body): ValidJson<CompleteBody>,
 ) -> Result<Json<BudgetView>, ApiError> {
-    let budget = budgets::complete(&state.repo, &tenant, &id, body.outcome).await?;
+    let budget = budgets::complete(&state.repo, &state.kpis, &tenant, &id, body.outcome).await?;
     Ok(Json(BudgetView::from(&budget)))
 }

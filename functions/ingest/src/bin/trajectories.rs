@@ -8,10 +8,11 @@ use agentrl_store::Stores;
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
     let stores = Stores::aws_from_env().await?;
-    let state = TrajectoryState::new(stores.queue, stores.table.clone());
     let options = AppOptions {
-        idempotency: Some(stores.table),
+        idempotency: Some(stores.table.clone()),
         ..options("trajectories")
     };
+    let state =
+        TrajectoryState::new(stores.queue, stores.table).with_metrics(options.metrics.clone());
     lambda_http::run(app(vec![service(state)], options)).await
 }

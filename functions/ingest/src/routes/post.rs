@@ -40,7 +40,7 @@ pub(crate) async fn post(
     ValidJson(trajectory): ValidJson<Trajectory>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let trajectory_id = trajectory.trajectory_id.clone();
-    let message_id = trajectories::submit(&state.queue, &tenant, trajectory)
+    let message_id = trajectories::submit(&state.queue, &state.kpis, &tenant, trajectory)
         .await
         .map_err(|e| match e {
             SubmitError::Invalid(e) => e.into(),

@@ -2,6 +2,7 @@
 //! read, list, cancel, promote). Each maps its use case's error to a status here.
 
 pub(crate) mod agents;
+pub(crate) mod kpis;
 pub(crate) mod runs;
 
 use agentrl_http::ApiError;
