@@ -144,6 +144,19 @@ async fn learning_end_to_end(s: &Stack) {
         (Some(true), Some(1)),
         "{report}"
     );
+    let (_, projection) = s.a("GET", "/v1/agents/coder-7/learning", None).await;
+    let days = projection["feedback"]["daily"].as_object().unwrap();
+    let (sum, count) = days.values().fold((0.0, 0), |(s, n), d| {
+        (
+            s + d["sum"].as_f64().unwrap(),
+            n + d["count"].as_u64().unwrap(),
+        )
+    });
+    assert_eq!(
+        report["sentiment_7d"].as_f64(),
+        Some(sum / count as f64),
+        "{report}"
+    );
     let (_, v3) = s.a("GET", "/v1/agents/coder-7/learning", None).await;
     assert!(
         v3["summary"]["traits"]["verbosity"].as_f64().unwrap() > 0.5,

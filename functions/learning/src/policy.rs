@@ -39,10 +39,16 @@ pub struct UpdateReport {
     pub learning_version: u64,
     /// Whether the agent was queued for dataset generation.
     pub dataset_requested: bool,
+    /// Mean feedback reward of the last 7 days (`None` without feedback in them).
+    pub sentiment_7d: Option<f64>,
 }
 
+/// The window of the sentiment the update loop reports (the template alarms when an agent's
+/// is below −0.5).
+const SENTIMENT_DAYS: u32 = 7;
+
 /// What a scheduled run did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct PendingRun {
     /// Agents visited.
     pub visited: usize,
@@ -50,6 +56,8 @@ pub struct PendingRun {
     pub updated: usize,
     /// Agents that failed (left pending for the next run).
     pub failed: usize,
+    /// The visited agent with the lowest 7-day sentiment: tenant, agent and its sentiment.
+    pub lowest_sentiment: Option<(String, String, f64)>,
 }
 
 /// The update loop's dependencies. Cheap to clone.
@@ -57,6 +65,7 @@ pub struct PendingRun {
 pub struct Policy {
     repo: LearningRepo,
     events: Arc<dyn Queue>,
+    metrics: agentrl_http::Metrics,
 }
 
 fn outbound(
@@ -157,6 +166,7 @@ fn plan_into(
         frozen: projection.frozen,
         learning_version: projection.learning_version,
         dataset_requested,
+        sentiment_7d: projection.sentiment_within(now, SENTIMENT_DAYS),
     };
     doc.pending = still_pending(doc);
     Ok(report)
@@ -165,7 +175,19 @@ fn plan_into(
 impl Policy {
     /// The loop over `repo`, emitting on `events`.
     pub(crate) fn new(repo: LearningRepo, events: Arc<dyn Queue>) -> Self {
-        Self { repo, events }
+        Self {
+            repo,
+            events,
+            metrics: agentrl_http::Metrics::Off,
+        }
+    }
+
+    /// The same loop, reporting the lowest 7-day sentiment of each run in `metrics`
+    /// (`lowest_agent_sentiment_7d`; the template alarms below −0.5).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: agentrl_http::Metrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Plans and applies one agent's update now; `None` when the agent has no learning state.
@@ -241,8 +263,19 @@ impl Policy {
                 for a in agents {
                     run.visited += 1;
                     match self.update(&a.tenant, &a.agent_id).await {
-                        Ok(Some(report)) if report.applied => run.updated += 1,
-                        Ok(_) => {}
+                        Ok(Some(report)) => {
+                            run.updated += usize::from(report.applied);
+                            if let Some(s) = report.sentiment_7d
+                                && run
+                                    .lowest_sentiment
+                                    .as_ref()
+                                    .is_none_or(|(_, _, low)| s < *low)
+                            {
+                                run.lowest_sentiment =
+                                    Some((a.tenant.to_string(), a.agent_id.clone(), s));
+                            }
+                        }
+                        Ok(None) => {}
                         Err(e) => {
                             run.failed += 1;
                             tracing::warn!(tenant = %a.tenant, agent_id = %a.agent_id, error = %format!("{e:#}"), "update failed; left pending");
@@ -254,6 +287,11 @@ impl Policy {
                     None => break,
                 }
             }
+        }
+        if let Some((tenant, agent, sentiment)) = &run.lowest_sentiment {
+            tracing::info!(%tenant, %agent, sentiment, "lowest 7-day sentiment of the run");
+            self.metrics
+                .record("lowest_agent_sentiment_7d", *sentiment, "None");
         }
         Ok(run)
     }

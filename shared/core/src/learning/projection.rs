@@ -144,6 +144,19 @@ impl AgentProjection {
             .sum()
     }
 
+    /// Mean feedback reward of the `days` UTC days ending today (the agent's sentiment over
+    /// them); `None` without feedback in that time.
+    pub fn sentiment_within(&self, now_ms: i64, days: u32) -> Option<f64> {
+        let from = utc_date(now_ms - i64::from(days.saturating_sub(1)) * DAY_MS);
+        let to = utc_date(now_ms);
+        let (sum, count) = self
+            .feedback
+            .daily
+            .range(from..=to)
+            .fold((0.0, 0), |(s, n), (_, d)| (s + d.sum, n + d.count));
+        (count > 0).then(|| sum / count as f64)
+    }
+
     /// Whether the threshold trigger fires: `feedback_since_update ≥ policy.update_threshold`.
     pub fn update_due(&self, config: &LearningConfig) -> bool {
         self.feedback_since_update >= config.policy.update_threshold
@@ -197,6 +210,23 @@ mod tests {
         assert!((autonomy.signal - 0.1).abs() < 1e-12);
         assert_eq!(p.feedback.high_quality.len(), 1);
         assert!(!p.update_due(&config));
+    }
+
+    #[test]
+    fn sentiment_within_averages_the_window_only() {
+        let config = LearningConfig::default();
+        let mut p = AgentProjection::default();
+        let now = 30 * DAY_MS;
+        for (i, (days_ago, r)) in [(0, -0.8), (3, -0.6), (6, -0.7), (7, 1.0), (20, 1.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let at = now - days_ago * DAY_MS;
+            p.apply(&feedback_value(&format!("f{i}"), at, r), r, &config);
+        }
+        let s = p.sentiment_within(now, 7).unwrap();
+        assert!((s - (-0.7)).abs() < 1e-12, "{s}");
+        assert!(p.sentiment_within(now + 40 * DAY_MS, 7).is_none());
     }
 
     #[test]
