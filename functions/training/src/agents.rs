@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::{
     TrainingState,
-    repo::{AgentRecord, ModelRef},
+    repo::{AgentRecord, ModelRef, lost_race},
 };
 
 /// An agent to register, as parsed from the request.
@@ -142,11 +142,12 @@ pub(crate) async fn update(
         }
         agent.version += 1;
         agent.updated_at_ms = now_ms();
-        match state.repo.put_agent(t, &agent, Some(at)).await {
-            Ok(()) => Ok(agent),
-            Err(e) if e.is_contended() => Err(AgentError::Contended),
-            Err(e) => Err(e.into()),
-        }
+        state
+            .repo
+            .put_agent(t, &agent, Some(at))
+            .await
+            .map_err(|e| lost_race(e, AgentError::Contended))?;
+        Ok(agent)
     })
     .await
 }

@@ -22,6 +22,7 @@ use agentrl_store::{
     StoreError,
     keys::partition,
     ports::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write, encode},
+    retry::Contended,
     tenant_config::TenantConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -544,6 +545,16 @@ impl TrainingRepo {
         at: Option<u64>,
     ) -> Result<(), StoreError> {
         self.write(arm_key(t, agent, version), stats, at).await
+    }
+}
+
+/// A failed conditional write as `contended` (read again and retry), any other store error
+/// as itself.
+pub(crate) fn lost_race<E: From<StoreError>>(e: StoreError, contended: E) -> E {
+    if e.is_contended() {
+        contended
+    } else {
+        e.into()
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::{
     TrainingState,
     launch::JobSpec,
-    repo::{AgentRecord, BaseRef, JobRef, RunRecord},
+    repo::{AgentRecord, BaseRef, JobRef, RunRecord, lost_race},
     versions::{self, RegisterOutcome},
 };
 
@@ -184,15 +184,12 @@ async fn claim(
         None => {
             let mut run = fresh.clone();
             run.submit_claimed_at_ms = Some(now);
-            match state
+            state
                 .repo
                 .create_run(t, &run, !state.launcher.resumes_after_restart())
                 .await
-            {
-                Ok(()) => Ok((Some(run), true)),
-                Err(e) if e.is_contended() => Err(CreateError::Contended),
-                Err(e) => Err(e.into()),
-            }
+                .map_err(|e| lost_race(e, CreateError::Contended))?;
+            Ok((Some(run), true))
         }
         Some((mut run, at)) => {
             let stale = run
@@ -202,11 +199,12 @@ async fn claim(
                 return Ok((None, false));
             }
             run.submit_claimed_at_ms = Some(now);
-            match state.repo.update_run(t, &run, at).await {
-                Ok(()) => Ok((Some(run), false)),
-                Err(e) if e.is_contended() => Err(CreateError::Contended),
-                Err(e) => Err(e.into()),
-            }
+            state
+                .repo
+                .update_run(t, &run, at)
+                .await
+                .map_err(|e| lost_race(e, CreateError::Contended))?;
+            Ok((Some(run), false))
         }
     }
 }
@@ -250,11 +248,12 @@ async fn submit(
                 run.reason = Some(format!("the job could not be submitted: {reason}"));
                 run.finished_at_ms = Some(now_ms());
             }
-            match state.repo.update_run(t, &run, at).await {
-                Ok(()) => Ok(run),
-                Err(e) if e.is_contended() => Err(CreateError::Contended),
-                Err(e) => Err(e.into()),
-            }
+            state
+                .repo
+                .update_run(t, &run, at)
+                .await
+                .map_err(|e| lost_race(e, CreateError::Contended))?;
+            Ok::<_, CreateError>(run)
         }
     })
     .await?;
@@ -431,16 +430,6 @@ pub(crate) async fn cancel(
     Ok(run)
 }
 
-/// A failed conditional write as `contended` (read again and retry), any other store error
-/// as itself.
-pub(crate) fn lost_race<E: From<StoreError>>(e: StoreError, contended: E) -> E {
-    if e.is_contended() {
-        contended
-    } else {
-        e.into()
-    }
-}
-
 /// Why a job's state was not recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum JobStateError {
@@ -522,11 +511,12 @@ pub async fn job_state(
                 }
                 JobState::Succeeded => {}
             }
-            match state.repo.update_run(t, &run, at).await {
-                Ok(()) => Ok(true),
-                Err(e) if e.is_contended() => Err(JobStateError::Contended),
-                Err(e) => Err(e.into()),
-            }
+            state
+                .repo
+                .update_run(t, &run, at)
+                .await
+                .map_err(|e| lost_race(e, JobStateError::Contended))?;
+            Ok::<_, JobStateError>(true)
         }
     })
     .await?;

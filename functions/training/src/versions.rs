@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::{
     TrainingState,
-    repo::{AgentRecord, BaseRef, RegisterError, RunRecord, VersionRecord},
+    repo::{AgentRecord, BaseRef, RegisterError, RunRecord, VersionRecord, lost_race},
 };
 
 /// What registering a run's version did.
@@ -241,16 +241,17 @@ pub(crate) async fn promote(
         }
         agent.version += 1;
         agent.updated_at_ms = now;
-        match state.repo.put_agent(t, &agent, Some(at)).await {
-            Ok(()) => Ok(Promoted {
-                agent,
-                version: version.clone(),
-                decision,
-                rollback,
-            }),
-            Err(e) if e.is_contended() => Err(PromoteError::Contended),
-            Err(e) => Err(e.into()),
-        }
+        state
+            .repo
+            .put_agent(t, &agent, Some(at))
+            .await
+            .map_err(|e| lost_race(e, PromoteError::Contended))?;
+        Ok(Promoted {
+            agent,
+            version: version.clone(),
+            decision,
+            rollback,
+        })
     })
     .await
 }
@@ -403,11 +404,12 @@ pub(crate) async fn record_outcomes(
                 stats.safety_violations += u64::from(o.safety_violation);
                 stats.reward_hacking += u64::from(o.reward_hacking);
             }
-            match state.repo.put_arm(t, agent_id, version, &stats, at).await {
-                Ok(()) => Ok(stats),
-                Err(e) if e.is_contended() => Err(OutcomeError::Contended),
-                Err(e) => Err(e.into()),
-            }
+            state
+                .repo
+                .put_arm(t, agent_id, version, &stats, at)
+                .await
+                .map_err(|e| lost_race(e, OutcomeError::Contended))?;
+            Ok::<_, OutcomeError>(stats)
         })
         .await?;
         after.push((version.to_owned(), stats));
