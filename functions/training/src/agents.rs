@@ -84,10 +84,10 @@ pub(crate) async fn create(
         created_at_ms: now,
         updated_at_ms: now,
     };
-    let pseudonym = state
-        .pseudonyms
-        .pseudonym(agentrl_core::privacy::TENANT, t.as_str());
-    state.repo.remember_partition(t, &pseudonym).await?;
+    state
+        .repo
+        .remember_partition(t, &state.partition(t))
+        .await?;
     match state.repo.put_agent(t, &agent, None).await {
         Ok(()) => Ok(agent),
         Err(StoreError::ConditionFailed { .. }) => Err(AgentError::Exists),

@@ -66,6 +66,13 @@ impl TrainingState {
         }
     }
 
+    /// The tenant's pseudonymous partition (`tenant=<keyed hash>`), as the ingest worker and
+    /// the dataset job name it in object paths.
+    pub(crate) fn partition(&self, t: &agentrl_core::TenantId) -> String {
+        self.pseudonyms
+            .pseudonym(agentrl_core::privacy::TENANT, t.as_str())
+    }
+
     /// The same state, counting finished runs (`training_runs_succeeded`,
     /// `training_runs_failed`) in `metrics` (the template alarms on failures).
     #[must_use]

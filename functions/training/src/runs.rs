@@ -97,17 +97,6 @@ pub enum JobState {
 /// How long a submit claimed by a creator that never recorded a job blocks another attempt.
 const CLAIM_MS: u64 = 10 * 60 * 1000;
 
-/// Where the tenant's datasets and run outputs are: `tenant=<pseudonym>` as the dataset job
-/// writes them.
-fn tenant_prefix(state: &TrainingState, t: &TenantId) -> String {
-    format!(
-        "tenant={}",
-        state
-            .pseudonyms
-            .pseudonym(agentrl_core::privacy::TENANT, t.as_str())
-    )
-}
-
 /// Creates the run of (agent, dataset, base, config) and submits its job, or returns the run
 /// those inputs already made (`false`): a retried request or a redelivered event never starts
 /// a second job.
@@ -126,7 +115,7 @@ pub(crate) async fn create(
         .await?
         .ok_or(CreateError::NotFound("agent"))?;
     let (base, base_prefix) = base_of(state, t, &agent, new.base).await?;
-    let tenant = tenant_prefix(state, t);
+    let tenant = format!("tenant={}", state.partition(t));
     let dataset_prefix = format!("datasets/{tenant}/{}/", new.dataset_id);
     if state
         .objects

@@ -97,11 +97,20 @@ impl Split {
     }
 }
 
-/// Checks `manifest.json` and returns the dataset's content hash.
+/// What the trainer reads from a dataset's `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestHashes {
+    /// The dataset's content hash.
+    pub content: String,
+    /// SHA-256 of `validation.parquet` (empty when the manifest lists none).
+    pub validation: String,
+}
+
+/// Checks `manifest.json` and returns the hashes the run reports.
 ///
 /// # Errors
 /// A missing manifest or another schema version.
-pub fn check_manifest(dir: &Path) -> Result<String> {
+pub fn check_manifest(dir: &Path) -> Result<ManifestHashes> {
     let path = dir.join("manifest.json");
     let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
     let manifest: Value = serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
@@ -112,27 +121,17 @@ pub fn check_manifest(dir: &Path) -> Result<String> {
             format!("schema_version {version:?}: this trainer reads {SCHEMA_VERSION}"),
         ));
     }
-    Ok(manifest
-        .get("content_hash")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned())
-}
-
-/// The SHA-256 the manifest lists for its file `name` (`train`, `validation`, …), empty when
-/// it lists none.
-///
-/// # Errors
-/// An unreadable manifest.
-pub fn file_hash(dir: &Path, name: &str) -> Result<String> {
-    let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
-    let manifest: Value = serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
-    Ok(manifest
-        .pointer(&format!("/files/{name}/sha256"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned())
+    let text_at = |pointer: &str| {
+        manifest
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Ok(ManifestHashes {
+        content: text_at("/content_hash"),
+        validation: text_at("/files/validation/sha256"),
+    })
 }
 
 fn parse_version(v: &str) -> Option<i64> {

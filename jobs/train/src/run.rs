@@ -8,7 +8,7 @@ use candle_core::{DType, Device};
 use serde_json::{Value, json};
 
 use crate::config::TrainConfig;
-use crate::data::{Split, check_manifest, file_hash, read_prompts, read_rollouts, read_sft};
+use crate::data::{Split, check_manifest, read_prompts, read_rollouts, read_sft};
 use crate::error::{Result, TrainError};
 use crate::evaluate::{Evaluation, evaluate};
 use crate::model::Model;
@@ -82,12 +82,12 @@ pub type RunOutcome = Option<Value>;
 /// # Errors
 /// Bad inputs, each naming its file or field.
 pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
-    let content_hash = check_manifest(dataset)?;
+    let hashes = check_manifest(dataset)?;
     let (model, tok) = load_model(&o.model)?;
     let vocab = model.config.vocab_size;
     let (rollouts, gate) = read_rollouts(dataset, Split::Train, &tok, vocab, &o.config)?;
     let (validation, _) = read_rollouts(dataset, Split::Validation, &tok, vocab, &o.config)?;
-    let validation_set = file_hash(dataset, "validation")?;
+    let validation_set = hashes.validation;
     let budget = o.config.micro_batch_tokens;
     let base_model_sha256 = hash_model_dir(&o.model)?;
     let before = base_scores(o, &model, &validation, &validation_set, &base_model_sha256)?;
@@ -99,7 +99,7 @@ pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
     };
     let identity = Identity {
         base_model_sha256,
-        data_sha256: content_hash,
+        data_sha256: hashes.content,
     };
     let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
     trainer.stop_after = o.stop_after;
