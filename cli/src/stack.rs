@@ -3,8 +3,10 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
+use agentrl_core::dataset::Rules;
 use agentrl_core::privacy::Pseudonymizer;
-use agentrl_http::sqs::{DrainOptions, drain};
+use agentrl_dataset::{DatasetRequests, Datasets};
+use agentrl_http::sqs::{Consumer, DrainOptions, drain};
 use agentrl_ingest::TrajectoryState;
 use agentrl_queue_worker::QueueWorker;
 
@@ -14,7 +16,7 @@ use agentrl_diff_score::DiffState;
 use agentrl_http::{AppOptions, Auth, Metrics, app};
 use agentrl_learning::LearningState;
 use agentrl_rewards::RewardState;
-use agentrl_store::Stores;
+use agentrl_store::{Stores, ports::Queue};
 use agentrl_training::{
     Launcher, LocalLauncher, LocalRunner, TrainingConsumer, TrainingState, launch::Storage,
 };
@@ -87,7 +89,7 @@ pub fn application(
         agentrl_learning::service(LearningState::new(
             stores.table.clone(),
             stores.queue.clone(),
-            stores.events.clone(),
+            agentrl_learning::Outlets::of(stores),
         )),
         agentrl_training::service(training),
     ];
@@ -120,9 +122,33 @@ impl Running {
     }
 }
 
+/// Drains `queue` with `consumer`, `max_messages` at a time, until `stopped`: the local
+/// counterpart of an SQS trigger. The current batch always finishes: a stop is only seen
+/// between batches.
+fn consume<C: Consumer + 'static>(
+    consumer: C,
+    queue: Arc<dyn Queue>,
+    max_messages: usize,
+    stopped: watch::Receiver<bool>,
+    what: &'static str,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let options = DrainOptions {
+            max_messages,
+            ..DrainOptions::default()
+        };
+        while !*stopped.borrow() {
+            if let Err(e) = drain(&consumer, queue.as_ref(), options).await {
+                tracing::warn!(error = %e, queue = what, "a consumer could not read its queue");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    })
+}
+
 /// Binds `addr` and serves `stores` until [`Running::stop`]; the ingest worker drains the work
 /// queue meanwhile, pseudonymising with `pseudonyms`, the training consumer drains the
-/// training queue, and training jobs run as `launch` says.
+/// training queue, the dataset job the dataset queue, and training jobs run as `launch` says.
 pub async fn start(
     addr: SocketAddr,
     stores: Stores,
@@ -158,41 +184,48 @@ pub async fn start(
         let runner = LocalRunner::new(jobs, command, storage, logs, training.clone());
         tokio::spawn(runner.run(stop.subscribe()))
     });
-    let training_stopped = stop.subscribe();
     let consumer = TrainingConsumer::new(training, stores.training.clone());
-    let training_queue = stores.training.clone();
-    let ready = tokio::spawn(async move {
-        let options = DrainOptions {
-            max_messages: 10,
-            ..DrainOptions::default()
-        };
-        while !*training_stopped.borrow() {
-            if let Err(e) = drain(&consumer, training_queue.as_ref(), options).await {
-                tracing::warn!(error = %e, "the training consumer could not read its queue");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    });
+    let ready = consume(
+        consumer,
+        stores.training.clone(),
+        10,
+        stop.subscribe(),
+        "training",
+    );
+    let requests = DatasetRequests::new(
+        Datasets::new(
+            stores.objects.clone(),
+            stores.events.clone(),
+            stores.training.clone(),
+            Rules::default(),
+        ),
+        stores.datasets.clone(),
+        pseudonyms.clone(),
+    );
+    let requested = consume(
+        requests,
+        stores.datasets.clone(),
+        10,
+        stop.subscribe(),
+        "dataset",
+    );
     let mut sweep_stopped = stop.subscribe();
-    let worker_stopped = stop.subscribe();
     let worker = QueueWorker::new(
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
+        agentrl_learning::Outlets::of(&stores),
         pseudonyms,
     );
-    let queue = stores.queue.clone();
-    // The current batch always finishes: a stop is only seen between batches.
-    let worker = tokio::spawn(async move {
-        while !*worker_stopped.borrow() {
-            if let Err(e) = drain(&worker, queue.as_ref(), DrainOptions::default()).await {
-                tracing::warn!(error = %e, "the ingest worker could not read the queue");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    });
-    let policy = agentrl_learning::policy(stores.table.clone(), stores.events.clone());
+    let worker = consume(
+        worker,
+        stores.queue.clone(),
+        DrainOptions::default().max_messages,
+        stop.subscribe(),
+        "ingest",
+    );
+    let policy =
+        agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
     let sweeper = tokio::spawn(async move {
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
         // The first run comes one period after start, as with the deployed schedule.
@@ -223,6 +256,7 @@ pub async fn start(
         sweeper.await.context("the sweeper panicked")?;
         worker.await.context("the ingest worker panicked")?;
         ready.await.context("the training consumer panicked")?;
+        requested.await.context("the dataset consumer panicked")?;
         if let Some(runner) = runner {
             runner.await.context("the training runner panicked")?;
         }

@@ -167,6 +167,13 @@ async fn serve_with_aws_uses_dynamodb() {
     )
     .await
     .unwrap();
+    let (datasets_url, datasets_dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &format!("serve-datasets-{suffix}"),
+        5,
+    )
+    .await
+    .unwrap();
     let bucket = format!("serve-{suffix}");
     create_bucket(&endpoint, &bucket).await.unwrap();
 
@@ -195,6 +202,8 @@ async fn serve_with_aws_uses_dynamodb() {
             ("AGENTRL_EVENTS_DLQ_URL", events_dlq_url.as_str()),
             ("AGENTRL_TRAINING_QUEUE_URL", training_url.as_str()),
             ("AGENTRL_TRAINING_DLQ_URL", training_dlq_url.as_str()),
+            ("AGENTRL_DATASET_QUEUE_URL", datasets_url.as_str()),
+            ("AGENTRL_DATASET_DLQ_URL", datasets_dlq_url.as_str()),
             ("AGENTRL_BUCKET", bucket.as_str()),
             ("AGENTRL_PSEUDONYM_SECRET", "a test secret of enough bytes"),
         ]);

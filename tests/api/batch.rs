@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use agentrl_core::privacy::{Pseudonymizer, TENANT};
-use agentrl_store::{Stores, aws::AwsSettings};
+use agentrl_store::Stores;
 use agentrl_training::{
     Launcher, TrainingConsumer, TrainingState,
     launch::{BatchLauncher, BatchSettings},
@@ -17,91 +17,6 @@ use serde_json::{Value, json};
 use crate::helpers::{Stack, spawn_with_launcher};
 
 const SECRET: &[u8] = b"a test secret of enough bytes";
-
-/// A compute environment, a job queue and a job definition in moto (jobs "run" without
-/// Docker and end SUCCEEDED at once; the service learns of it from events, not by polling).
-async fn batch_resources(settings: &AwsSettings) -> (aws_sdk_batch::Client, String, String) {
-    let endpoint = agentrl_tests::moto_endpoint();
-    let http = reqwest::Client::new();
-    let config = http
-        .post(format!("{endpoint}/moto-api/config"))
-        .json(&json!({"batch": {"use_docker": false}}))
-        .send()
-        .await
-        .unwrap();
-    assert!(config.status().is_success());
-    let role = agentrl_tests::unique("batch-service");
-    let created = http
-        .post(format!("{endpoint}/"))
-        .header(
-            "Authorization",
-            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0",
-        )
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .body(format!(
-            "Action=CreateRole&Version=2010-05-08&RoleName={role}&AssumeRolePolicyDocument=%7B%7D"
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        created.status().is_success(),
-        "{}",
-        created.text().await.unwrap()
-    );
-    let batch = aws_sdk_batch::Client::new(&settings.load().await);
-    let ce = batch
-        .create_compute_environment()
-        .compute_environment_name(agentrl_tests::unique("gpu"))
-        .r#type(aws_sdk_batch::types::CeType::Unmanaged)
-        .state(aws_sdk_batch::types::CeState::Enabled)
-        .service_role(format!("arn:aws:iam::123456789012:role/{role}"))
-        .send()
-        .await
-        .unwrap();
-    let queue = agentrl_tests::unique("training");
-    batch
-        .create_job_queue()
-        .job_queue_name(&queue)
-        .state(aws_sdk_batch::types::JqState::Enabled)
-        .priority(1)
-        .compute_environment_order(
-            aws_sdk_batch::types::ComputeEnvironmentOrder::builder()
-                .order(1)
-                .compute_environment(ce.compute_environment_arn.unwrap())
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let definition = agentrl_tests::unique("train-gpu");
-    batch
-        .register_job_definition()
-        .job_definition_name(&definition)
-        .r#type(aws_sdk_batch::types::JobDefinitionType::Container)
-        .container_properties(
-            aws_sdk_batch::types::ContainerProperties::builder()
-                .image("agentrl-train:latest")
-                .command("--help")
-                .resource_requirements(
-                    aws_sdk_batch::types::ResourceRequirement::builder()
-                        .r#type(aws_sdk_batch::types::ResourceType::Vcpu)
-                        .value("4")
-                        .build(),
-                )
-                .resource_requirements(
-                    aws_sdk_batch::types::ResourceRequirement::builder()
-                        .r#type(aws_sdk_batch::types::ResourceType::Memory)
-                        .value("16384")
-                        .build(),
-                )
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    (batch, queue, definition)
-}
 
 /// What a finished trainer leaves under the run's output prefix (its contract, tested with the
 /// trainer itself in `cli/tests/training.rs`).
@@ -176,7 +91,7 @@ async fn setup(s: &Stack) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_on_aws_batch() {
     let (stores, settings, resources) = agentrl_tests::aws_stores_on().await;
-    let (batch, queue, definition) = batch_resources(&settings).await;
+    let (batch, queue, definition) = agentrl_tests::batch_resources(&settings).await;
     let launcher: Arc<dyn Launcher> = Arc::new(
         BatchLauncher::new(
             &settings,
@@ -231,7 +146,7 @@ async fn runs_on_aws_batch() {
     );
     assert!(
         command.starts_with(&format!(
-            "run --model s3://{}/models/tiny/ --dataset s3://",
+            "train run --model s3://{}/models/tiny/ --dataset s3://",
             resources.bucket
         )),
         "{command}"
@@ -270,6 +185,14 @@ async fn runs_on_aws_batch() {
     );
     let (_, running) = s.a("GET", &format!("/v1/training-runs/{id}"), None).await;
     assert_eq!(running["status"], "running", "{running}");
+    let mut dataset_job = job_state(&id, &job_id, "FAILED");
+    dataset_job["detail"]["tags"]["agentrl_kind"] = json!("dataset");
+    assert!(
+        !consumer.batch_state_change(&dataset_job).await.unwrap(),
+        "a dataset build's job on the shared CPU queue is not a run's"
+    );
+    let (_, still) = s.a("GET", &format!("/v1/training-runs/{id}"), None).await;
+    assert_eq!(still["status"], "running", "{still}");
     trainer_output(&s.stores, run["artifacts"]["output"].as_str().unwrap()).await;
     assert!(
         consumer
@@ -352,6 +275,34 @@ async fn runs_on_aws_batch() {
         (200, Some(20.0)),
         "{promoted}"
     );
+    // The canary arm's live figures, as reported by the agent platform, per version.
+    let served = json!({"outcomes": [
+        {"version": "v1", "reward": 0.5},
+        {"version": "v1", "reward": 1.0, "safety_violation": true},
+        {"version": "v1", "reward": -0.3, "reward_hacking": true},
+        {"version": "v1", "reward": 0.6},
+    ]});
+    let (status, arms) = s
+        .a("POST", "/v1/agents/coder-7/outcomes", Some(&served))
+        .await;
+    assert_eq!(status, 200, "{arms}");
+    let (status, versions) = s.a("GET", "/v1/agents/coder-7/versions", None).await;
+    assert_eq!(status, 200, "{versions}");
+    let live = &versions["versions"][0]["live"];
+    let mut arm = arms["arms"][0].clone();
+    let arm = arm.as_object_mut().unwrap();
+    assert_eq!(arm.remove("version"), Some(json!("v1")));
+    assert_eq!(live, &Value::Object(arm.clone()), "{versions}");
+    assert_eq!(
+        (
+            live["stats"]["outcomes"].as_u64(),
+            live["safety_violation_rate"].as_f64(),
+            live["reward_hacking_rate"].as_f64(),
+        ),
+        (Some(4), Some(0.25), Some(0.25)),
+        "{live}"
+    );
+    assert!((live["reward_mean"].as_f64().unwrap() - 0.45).abs() < 1e-9);
     let (status, promoted) = s
         .a("POST", &format!("/v1/training-runs/{id}/promote"), None)
         .await;

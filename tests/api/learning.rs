@@ -245,7 +245,7 @@ async fn concurrent_workers(s: &Stack) {
         Learner::new(
             s.stores.table.clone(),
             s.stores.queue.clone(),
-            s.stores.events.clone(),
+            agentrl_learning::Outlets::of(&s.stores),
         )
     };
     let tasks: Vec<_> = messages

@@ -87,6 +87,13 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
     )
     .await
     .expect("create training queue on moto");
+    let (dataset_queue_url, dataset_dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &unique("datasets"),
+        max_receives,
+    )
+    .await
+    .expect("create dataset queue on moto");
     let bucket = unique("agentrl");
     create_bucket(&moto_endpoint(), &bucket)
         .await
@@ -101,6 +108,8 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
             events_dlq_url,
             training_queue_url,
             training_dlq_url,
+            dataset_queue_url,
+            dataset_dlq_url,
             bucket,
         },
     )
@@ -135,4 +144,92 @@ pub async fn aws_stores_on() -> (Stores, AwsSettings, AwsResources) {
     let (settings, r) = aws_resources(agentrl_store::MAX_RECEIVES).await;
     let stores = Stores::aws(&settings, &r).await.expect("aws stores");
     (stores, settings, r)
+}
+
+/// A compute environment, a job queue and a job definition in moto (jobs "run" without
+/// Docker and end SUCCEEDED at once; the service learns of it from events, not by polling).
+///
+/// # Panics
+/// When moto refuses a resource.
+pub async fn batch_resources(settings: &AwsSettings) -> (aws_sdk_batch::Client, String, String) {
+    let endpoint = moto_endpoint();
+    let http = reqwest::Client::new();
+    let config = http
+        .post(format!("{endpoint}/moto-api/config"))
+        .json(&serde_json::json!({"batch": {"use_docker": false}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(config.status().is_success());
+    let role = unique("batch-service");
+    let created = http
+        .post(format!("{endpoint}/"))
+        .header(
+            "Authorization",
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0",
+        )
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "Action=CreateRole&Version=2010-05-08&RoleName={role}&AssumeRolePolicyDocument=%7B%7D"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        created.status().is_success(),
+        "{}",
+        created.text().await.unwrap()
+    );
+    let batch = aws_sdk_batch::Client::new(&settings.load().await);
+    let ce = batch
+        .create_compute_environment()
+        .compute_environment_name(unique("gpu"))
+        .r#type(aws_sdk_batch::types::CeType::Unmanaged)
+        .state(aws_sdk_batch::types::CeState::Enabled)
+        .service_role(format!("arn:aws:iam::123456789012:role/{role}"))
+        .send()
+        .await
+        .unwrap();
+    let queue = unique("training");
+    batch
+        .create_job_queue()
+        .job_queue_name(&queue)
+        .state(aws_sdk_batch::types::JqState::Enabled)
+        .priority(1)
+        .compute_environment_order(
+            aws_sdk_batch::types::ComputeEnvironmentOrder::builder()
+                .order(1)
+                .compute_environment(ce.compute_environment_arn.unwrap())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let definition = unique("train-gpu");
+    batch
+        .register_job_definition()
+        .job_definition_name(&definition)
+        .r#type(aws_sdk_batch::types::JobDefinitionType::Container)
+        .container_properties(
+            aws_sdk_batch::types::ContainerProperties::builder()
+                .image("agentrl-train:latest")
+                .command("--help")
+                .resource_requirements(
+                    aws_sdk_batch::types::ResourceRequirement::builder()
+                        .r#type(aws_sdk_batch::types::ResourceType::Vcpu)
+                        .value("4")
+                        .build(),
+                )
+                .resource_requirements(
+                    aws_sdk_batch::types::ResourceRequirement::builder()
+                        .r#type(aws_sdk_batch::types::ResourceType::Memory)
+                        .value("16384")
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    (batch, queue, definition)
 }

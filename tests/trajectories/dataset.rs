@@ -282,3 +282,215 @@ async fn receive(queue: &dyn agentrl_store::ports::Queue, n: usize) -> Vec<Value
     }
     got
 }
+
+/// `dataset.generation.requested` as the learning service sends it (the learning tests check
+/// the same body reaches the dataset queue).
+fn requested(tenant: &str, agent: &str, positive: u32) -> String {
+    json!({
+        "event_id": format!("{tenant}-{agent}-{positive}"),
+        "type": "dataset.generation.requested",
+        "tenant": tenant,
+        "agent_id": agent,
+        "learning_version": 3,
+        "at_ms": NOON,
+        "detail": {"positive_count": positive, "high_quality": 60},
+    })
+    .to_string()
+}
+
+/// The manifests written for a tenant partition.
+async fn manifests(stores: &Stores, partition: &str) -> Vec<String> {
+    let listed = stores
+        .objects
+        .list(&format!("datasets/tenant={partition}/"))
+        .await
+        .unwrap();
+    listed
+        .into_iter()
+        .filter(|m| m.path.ends_with("/manifest.json"))
+        .map(|m| m.path)
+        .collect()
+}
+
+/// Drains the dataset queue with the dataset job's consumer; returns how many were handled.
+async fn drain_requests(stores: &Stores, expected: usize) -> usize {
+    let requests = agentrl_dataset::DatasetRequests::new(
+        agentrl_dataset::Datasets::new(
+            stores.objects.clone(),
+            stores.events.clone(),
+            stores.training.clone(),
+            Rules::default(),
+        ),
+        stores.datasets.clone(),
+        pseudonyms(),
+    );
+    let options = DrainOptions {
+        max_messages: 10,
+        visibility: Duration::from_secs(30),
+        wait: Duration::from_secs(1),
+    };
+    let mut seen = 0;
+    for _ in 0..5 {
+        if seen >= expected {
+            break;
+        }
+        seen += drain(&requests, stores.datasets.as_ref(), options)
+            .await
+            .unwrap();
+    }
+    seen
+}
+
+pub async fn requested_datasets_take_the_named_agents_on_the_learning_counts(stores: &Stores) {
+    ingest_sample(stores).await;
+    // A second agent of tenant-a, with rewards far below the default rules' thresholds.
+    let now = i64::try_from(agentrl_store::retry::now_ms()).unwrap();
+    let second: Vec<String> = (0..4)
+        .map(|i| {
+            let mut t = distinct(&format!("r-{i}"), 200 + i, None, 0.2);
+            t["agent_id"] = json!("agent-2");
+            envelope("tenant-a", now, t)
+        })
+        .collect();
+    send_and_drain(stores, &second).await;
+
+    let poison =
+        json!({"type": "agent.learning.updated", "tenant": "tenant-a", "agent_id": "agent-2"});
+    stores
+        .datasets
+        .send_batch(&[
+            requested("tenant-a", "agent-2", 130),
+            requested("tenant-b", "nobody", 101),
+            poison.to_string(),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(drain_requests(stores, 3).await, 3);
+
+    let partition = pseudonyms().pseudonym(TENANT, "tenant-a");
+    let written = manifests(stores, &partition).await;
+    assert_eq!(written.len(), 1, "{written:?}");
+    let manifest: Value =
+        serde_json::from_slice(&stores.objects.get(&written[0]).await.unwrap().unwrap()).unwrap();
+    assert_eq!(
+        manifest["agents"],
+        json!([{"agent_id": "agent-2", "episodes": 4, "positive_feedback": 130,
+                "high_quality_interactions": 60, "counts_from": "learning", "selected": true}]),
+        "only the named agent, on the learning projection's counts"
+    );
+    let counts = &manifest["counts"];
+    assert_eq!(
+        counts["train_trajectories"].as_u64().unwrap()
+            + counts["validation_trajectories"].as_u64().unwrap(),
+        4,
+        "agent-2's episodes, none of agent-1's: {counts}"
+    );
+    let ready = receive(stores.training.as_ref(), 1).await;
+    assert_eq!(
+        ready.len(),
+        1,
+        "tenant-b's agent has no episodes: no dataset"
+    );
+    assert_eq!(ready[0]["dataset_id"], manifest["dataset_id"]);
+    let dead = stores.datasets.dead_letters(10).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert!(
+        dead[0].reason.contains("unexpected event type"),
+        "{}",
+        dead[0].reason
+    );
+
+    // Redelivered: the same dataset, rewritten, announced again for the training function
+    // (which creates one run per agent, dataset and config).
+    stores
+        .datasets
+        .send(&requested("tenant-a", "agent-2", 130))
+        .await
+        .unwrap();
+    assert_eq!(drain_requests(stores, 1).await, 1);
+    assert_eq!(
+        manifests(stores, &partition).await,
+        written,
+        "no second dataset"
+    );
+    let again = receive(stores.training.as_ref(), 1).await;
+    assert_eq!(again[0]["dataset_id"], manifest["dataset_id"]);
+}
+
+/// On AWS, a table past the Lambda's limit is handed to AWS Batch; the job's command line,
+/// run as the binary runs it, builds the same dataset the Lambda would have.
+pub async fn large_tables_are_built_by_a_batch_job() {
+    let (stores, settings, _) = agentrl_tests::aws_stores_on().await;
+    let now = i64::try_from(agentrl_store::retry::now_ms()).unwrap();
+    let bodies: Vec<String> = (0..3)
+        .map(|i| {
+            envelope(
+                "tenant-a",
+                now,
+                distinct(&format!("l-{i}"), 300 + i, None, 0.9),
+            )
+        })
+        .collect();
+    send_and_drain(&stores, &bodies).await;
+    let (batch, queue, definition) = agentrl_tests::batch_resources(&settings).await;
+    let datasets = || {
+        agentrl_dataset::Datasets::new(
+            stores.objects.clone(),
+            stores.events.clone(),
+            stores.training.clone(),
+            Rules::default(),
+        )
+    };
+    let limited = datasets().with_batch(Some(
+        agentrl_dataset::BatchDatasets::new(&settings, queue, definition, 1).await,
+    ));
+    let partition = pseudonyms().pseudonym(TENANT, "tenant-a");
+    let selection =
+        agentrl_core::dataset::Selection::Requested(vec![agentrl_core::dataset::Request {
+            agent_id: "agent-1".into(),
+            positive_count: 150,
+            high_quality: 80,
+        }]);
+    let outcome = limited.tenant(&partition, &selection, now).await.unwrap();
+    let agentrl_dataset::Outcome::Submitted {
+        table_bytes,
+        job_id,
+        ..
+    } = outcome
+    else {
+        panic!("not submitted: {outcome:?}");
+    };
+    assert!(table_bytes > 1);
+    assert!(
+        manifests(&stores, &partition).await.is_empty(),
+        "nothing built in the function"
+    );
+    let jobs = batch.describe_jobs().jobs(&job_id).send().await.unwrap();
+    let job = &jobs.jobs()[0];
+    assert_eq!(
+        job.tags().unwrap()["agentrl_kind"].as_str(),
+        "dataset",
+        "the training function's job-state consumer tells its jobs by tag"
+    );
+    let command = job.container().unwrap().command().to_vec();
+    assert_eq!(command[..3], ["dataset", "--tenant", partition.as_str()]);
+
+    let job: agentrl_dataset::BatchJob = clap::Parser::try_parse_from(&command).unwrap();
+    let built = job.run(&datasets()).await.unwrap();
+    let agentrl_dataset::Outcome::Built(manifest) = built else {
+        panic!("the job built nothing: {built:?}");
+    };
+    assert_eq!(manifests(&stores, &partition).await.len(), 1);
+    assert_eq!(manifest.agents.len(), 1);
+    assert_eq!(
+        (
+            manifest.agents[0].agent_id.as_str(),
+            manifest.agents[0].positive_feedback
+        ),
+        ("agent-1", 150)
+    );
+    assert_eq!(
+        manifest.created_at_ms, now,
+        "the job keeps the request's clock"
+    );
+}

@@ -25,7 +25,7 @@ pub fn worker(stores: &Stores) -> QueueWorker {
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
+        agentrl_learning::Outlets::of(stores),
         pseudonyms(),
     )
 }

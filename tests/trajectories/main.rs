@@ -34,6 +34,7 @@ both!(
     ingest::a_redelivered_batch_rewrites_the_same_object,
     ingest::private_rewards_are_charged_once_per_trajectory,
     dataset::datasets_split_by_conversation_without_duplicates,
+    dataset::requested_datasets_take_the_named_agents_on_the_learning_counts,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,6 +47,11 @@ async fn embedded_failed_write_is_retried() {
     std::fs::write(&root, b"not a directory").unwrap();
     ingest::failed_write_leaves_the_messages_for_a_retry(&stores, std::sync::Arc::new(broken))
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_large_tables_are_built_by_a_batch_job() {
+    dataset::large_tables_are_built_by_a_batch_job().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,7 +69,7 @@ async fn main() {
     let learner = Learner::new(
         stores.table.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
+        agentrl_learning::Outlets::of(&stores),
     );
     let started = Instant::now();
     for batch in messages.chunks(1_000) {

@@ -32,6 +32,26 @@ pub use policy::{PendingRun, Policy, UpdateReport};
 pub use repo::LearningRepo;
 pub use worker::Learner;
 
+/// Where the learning service announces what it did: every emitted event on `events` (for
+/// everyone), and `dataset.generation.requested` also on `datasets` (the dataset job's work).
+#[derive(Clone)]
+pub struct Outlets {
+    /// The event queue.
+    pub events: Arc<dyn Queue>,
+    /// The dataset queue.
+    pub datasets: Arc<dyn Queue>,
+}
+
+impl Outlets {
+    /// The event and dataset queues of `stores`.
+    pub fn of(stores: &agentrl_store::Stores) -> Self {
+        Self {
+            events: stores.events.clone(),
+            datasets: stores.datasets.clone(),
+        }
+    }
+}
+
 /// What the handlers need.
 #[derive(Clone)]
 pub struct LearningState {
@@ -42,21 +62,21 @@ pub struct LearningState {
 
 impl LearningState {
     /// State over `table`, sending events to `queue` (the work queue) and emitting updates on
-    /// `events`.
-    pub fn new(table: Arc<dyn Table>, queue: Arc<dyn Queue>, events: Arc<dyn Queue>) -> Self {
+    /// `outlets`.
+    pub fn new(table: Arc<dyn Table>, queue: Arc<dyn Queue>, outlets: Outlets) -> Self {
         let repo = LearningRepo::new(table);
         Self {
-            policy: Policy::new(repo.clone(), events),
+            policy: Policy::new(repo.clone(), outlets),
             repo,
             queue,
         }
     }
 }
 
-/// The update loop over `table`, emitting on `events`: what the scheduled binary and
+/// The update loop over `table`, emitting on `outlets`: what the scheduled binary and
 /// `agentrl serve` run.
-pub fn policy(table: Arc<dyn Table>, events: Arc<dyn Queue>) -> Policy {
-    Policy::new(LearningRepo::new(table), events)
+pub fn policy(table: Arc<dyn Table>, outlets: Outlets) -> Policy {
+    Policy::new(LearningRepo::new(table), outlets)
 }
 
 #[derive(OpenApi)]

@@ -7,21 +7,22 @@
 //! outbox: written in the same write as the change, sent, then cleared, so a crash between
 //! the two sends them on the next run (at least once; consumers deduplicate by `event_id`).
 
-use std::sync::Arc;
-
 use agentrl_core::{
     TenantId,
     learning::{AgentProjection, LearningConfig, Plan, dataset_due, plan},
 };
 use agentrl_store::{
     StoreError,
-    ports::Queue,
     retry::{now_ms, optimistic},
 };
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::Outlets;
 use crate::repo::{AgentDoc, LearningRepo, Outbound, PENDING_SHARDS, SHADOW_LOG_LEN, ShadowEntry};
+
+/// The event that asks the dataset job for an agent's dataset.
+const DATASET_REQUESTED: &str = "dataset.generation.requested";
 
 /// What one update did.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -64,7 +65,7 @@ pub struct PendingRun {
 #[derive(Clone)]
 pub struct Policy {
     repo: LearningRepo,
-    events: Arc<dyn Queue>,
+    outlets: Outlets,
     metrics: agentrl_http::Metrics,
 }
 
@@ -153,7 +154,7 @@ fn plan_into(
         doc.outbox.push(outbound(
             t,
             agent,
-            "dataset.generation.requested",
+            DATASET_REQUESTED,
             projection,
             now,
             figures,
@@ -173,11 +174,11 @@ fn plan_into(
 }
 
 impl Policy {
-    /// The loop over `repo`, emitting on `events`.
-    pub(crate) fn new(repo: LearningRepo, events: Arc<dyn Queue>) -> Self {
+    /// The loop over `repo`, emitting on `outlets`.
+    pub(crate) fn new(repo: LearningRepo, outlets: Outlets) -> Self {
         Self {
             repo,
-            events,
+            outlets,
             metrics: agentrl_http::Metrics::Off,
         }
     }
@@ -234,7 +235,17 @@ impl Policy {
             .iter()
             .map(|e| serde_json::to_string(e).map_err(|e| StoreError::Backend(e.into())))
             .collect::<Result<Vec<_>, _>>()?;
-        self.events.send_batch(&bodies).await?;
+        self.outlets.events.send_batch(&bodies).await?;
+        // The dataset job's copy: the event queue's consumers are not ours to take from.
+        let requests: Vec<String> = outbox
+            .iter()
+            .zip(&bodies)
+            .filter(|(e, _)| e.kind == DATASET_REQUESTED)
+            .map(|(_, body)| body.clone())
+            .collect();
+        if !requests.is_empty() {
+            self.outlets.datasets.send_batch(&requests).await?;
+        }
         let sent = &outbox
             .iter()
             .map(|e| e.event_id.as_str())

@@ -15,7 +15,7 @@ use agentrl_store::{
 };
 use futures::{StreamExt, stream};
 
-use crate::{EventEnvelope, policy::Policy, repo::LearningRepo};
+use crate::{EventEnvelope, Outlets, policy::Policy, repo::LearningRepo};
 
 /// How many agents of a batch are applied at once. Mostly waiting on the store: many in
 /// flight let the embedded store commit their transactions together (one fsync for the
@@ -38,11 +38,11 @@ struct Group {
 
 impl Learner {
     /// A worker over `table`, dead-lettering through `queue` (the queue the messages came
-    /// from) and emitting `agent.learning.updated` and friends on `events`.
-    pub fn new(table: Arc<dyn Table>, queue: Arc<dyn Queue>, events: Arc<dyn Queue>) -> Self {
+    /// from) and emitting `agent.learning.updated` and friends on `outlets`.
+    pub fn new(table: Arc<dyn Table>, queue: Arc<dyn Queue>, outlets: Outlets) -> Self {
         let repo = LearningRepo::new(table);
         Self {
-            policy: Policy::new(repo.clone(), events),
+            policy: Policy::new(repo.clone(), outlets),
             repo,
             queue,
         }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use agentrl_http::{AppOptions, Metrics, app};
-use agentrl_learning::{Learner, LearningState, service};
+use agentrl_learning::{Learner, LearningState, Outlets, service};
 use agentrl_store::{Stores, ports::Message};
 use agentrl_testkit::with_body;
 use axum::Router;
@@ -28,7 +28,7 @@ fn lambda_app(stores: &Stores) -> Router {
     let state = LearningState::new(
         stores.table.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
+        Outlets::of(stores),
     );
     app(vec![service(state)], options)
 }
@@ -37,7 +37,7 @@ fn learner(stores: &Stores) -> Learner {
     Learner::new(
         stores.table.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
+        Outlets::of(stores),
     )
 }
 
@@ -318,6 +318,19 @@ async fn the_policy_loop_shadows_applies_freezes_and_requests_datasets() {
         kinds(&sent, "tuned"),
         ["agent.learning.updated", "dataset.generation.requested"]
     );
+    let for_datasets: Vec<Value> = stores
+        .datasets
+        .receive(10, Duration::from_secs(30), Duration::from_millis(50))
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| serde_json::from_str(&m.body).unwrap())
+        .collect();
+    assert_eq!(
+        for_datasets,
+        [sent[1].clone()],
+        "the dataset job gets the request on its own queue"
+    );
     let updated = &sent[0];
     assert_eq!(
         (
@@ -383,7 +396,7 @@ async fn the_threshold_and_the_schedule_run_the_update() {
         (Some(0), Some(true)),
         "{v}"
     );
-    let policy = agentrl_learning::policy(stores.table.clone(), stores.events.clone());
+    let policy = agentrl_learning::policy(stores.table.clone(), Outlets::of(&stores));
     let run = policy.run_pending().await.unwrap();
     assert_eq!((run.visited, run.failed), (1, 0), "{run:?}");
     let (_, v) = call(&app, &at_agent("get-learning.json", "patient")).await;

@@ -41,6 +41,14 @@ impl TrainingConsumer {
                 .or_else(|| detail["parameters"][name].as_str())
                 .map(str::to_owned)
         };
+        if field("agentrl_kind").as_deref() == Some("dataset") {
+            // Dataset builds share the CPU queue; their outcome is the dataset's own event.
+            let status = detail["status"].as_str().unwrap_or_default();
+            if status == "FAILED" {
+                tracing::error!(reason = %detail["statusReason"], "a dataset Batch job failed");
+            }
+            return Ok(false);
+        }
         let (Some(tenant), Some(run)) = (field("agentrl_tenant"), field("agentrl_run")) else {
             tracing::warn!("a Batch job state change without agentrl_tenant and agentrl_run tags");
             return Ok(false);

@@ -417,16 +417,31 @@ pub(crate) async fn record_outcomes(
     Ok(after)
 }
 
-/// A page of an agent's versions, newest first.
+/// One listed version and its arm's live statistics, if any were reported.
+pub(crate) type ListedVersion = (VersionRecord, Option<ArmStats>);
+
+/// A page of an agent's versions, newest first, each with its live statistics.
 pub(crate) async fn list(
     state: &TrainingState,
     t: &TenantId,
     agent_id: &str,
     limit: usize,
     cursor: Option<String>,
-) -> Result<(Vec<VersionRecord>, Option<String>), crate::agents::AgentError> {
+) -> Result<(Vec<ListedVersion>, Option<String>), crate::agents::AgentError> {
     if state.repo.agent(t, agent_id).await?.is_none() {
         return Err(crate::agents::AgentError::NotFound);
     }
-    Ok(state.repo.versions(t, agent_id, limit, cursor).await?)
+    let (versions, next) = state.repo.versions(t, agent_id, limit, cursor).await?;
+    let arms = futures::future::try_join_all(
+        versions
+            .iter()
+            .map(|v| state.repo.arm(t, agent_id, &v.version)),
+    )
+    .await?;
+    let listed = versions
+        .into_iter()
+        .zip(arms)
+        .map(|(v, arm)| (v, arm.map(|(stats, _)| stats)))
+        .collect();
+    Ok((listed, next))
 }

@@ -566,12 +566,32 @@ impl TryFrom<OutcomesBody> for Vec<Outcome> {
     }
 }
 
-/// A version's live statistics.
+/// A version's live statistics: what the agent platform reported of the requests it served.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct LiveView {
+    pub stats: ArmStats,
+    pub reward_mean: f64,
+    pub safety_violation_rate: f64,
+    pub reward_hacking_rate: f64,
+}
+
+impl From<ArmStats> for LiveView {
+    fn from(stats: ArmStats) -> Self {
+        Self {
+            reward_mean: stats.reward_mean(),
+            safety_violation_rate: stats.safety_violation_rate(),
+            reward_hacking_rate: stats.reward_hacking_rate(),
+            stats,
+        }
+    }
+}
+
+/// One version's live statistics.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ArmView {
     pub version: String,
-    pub stats: ArmStats,
-    pub reward_mean: f64,
+    #[serde(flatten)]
+    pub live: LiveView,
 }
 
 /// The statistics after a report.
@@ -600,11 +620,15 @@ pub(crate) struct VersionView {
     /// The base model's scores on the same set.
     base_evaluation: Option<Evaluation>,
     created_at_ms: u64,
+    /// Its live statistics as a canary or deployed arm (`None`: no outcome reported yet).
+    live: Option<LiveView>,
 }
 
-impl From<VersionRecord> for VersionView {
-    fn from(v: VersionRecord) -> Self {
+impl VersionView {
+    /// `v` with its arm's live statistics.
+    pub(crate) fn new(v: VersionRecord, live: Option<ArmStats>) -> Self {
         Self {
+            live: live.map(Into::into),
             version: v.version,
             agent_id: v.agent_id,
             run_id: v.run_id,

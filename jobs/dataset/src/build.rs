@@ -5,10 +5,10 @@ use std::io::{BufWriter, Write};
 
 use agentrl_core::calendar::utc_date;
 use agentrl_core::dataset::{
-    AgentStats, Episode, Group, Rules, Split, groups, near_duplicates, preference_pairs,
+    AgentStats, Episode, Group, Rules, Selection, Split, groups, near_duplicates, preference_pairs,
     select_agents, split_of,
 };
-use agentrl_store::ports::{Objects, Queue};
+use agentrl_store::ports::{ObjectMeta, Objects, Queue};
 use agentrl_turns::{SCHEMA_VERSION, TABLE_PREFIX, TurnRow, TurnWriter, WriterOptions, read_turns};
 use anyhow::Context;
 use serde::Serialize;
@@ -19,6 +19,7 @@ use crate::{
     exports::{FewShot, Turn, openai_messages},
     progress::Progress,
     read::catalog,
+    spill::Spill,
     upload::upload,
 };
 
@@ -93,8 +94,41 @@ pub struct Manifest {
     pub content_hash: String,
     /// The turn-table objects read.
     pub source_objects: Vec<String>,
-    /// Every agent's counts in the window and whether it qualified.
+    /// The agents considered: their counts in the window (from the episodes, or from the
+    /// learning projection that requested the dataset) and whether they were taken.
     pub agents: Vec<AgentStats>,
+}
+
+/// The turn table's objects by tenant partition (`tenant=<partition>/…`), in path order.
+///
+/// # Errors
+/// A failing store.
+pub async fn turn_tables(
+    objects: &dyn Objects,
+) -> anyhow::Result<BTreeMap<String, Vec<ObjectMeta>>> {
+    let mut tenants: BTreeMap<String, Vec<ObjectMeta>> = BTreeMap::new();
+    for meta in objects.list(TABLE_PREFIX).await? {
+        let tenant = meta
+            .path
+            .strip_prefix(TABLE_PREFIX)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|part| part.strip_prefix("tenant="));
+        if let (Some(tenant), true) = (tenant, meta.path.ends_with(".parquet")) {
+            tenants.entry(tenant.to_owned()).or_default().push(meta);
+        }
+    }
+    for metas in tenants.values_mut() {
+        metas.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    Ok(tenants)
+}
+
+/// Where a built dataset is announced: `training.dataset.ready` goes on `events` (for everyone)
+/// and on `training` (the training function's work).
+#[derive(Clone, Copy)]
+pub(crate) struct Announce<'a> {
+    pub events: &'a dyn Queue,
+    pub training: &'a dyn Queue,
 }
 
 /// Builds one dataset per tenant of `objects` whose agents meet `rules` at `now_ms`, and sends
@@ -110,41 +144,55 @@ pub async fn build(
     rules: &Rules,
     now_ms: i64,
 ) -> anyhow::Result<Vec<Manifest>> {
+    let announce = Announce { events, training };
+    let mut manifests = Vec::new();
+    for (tenant, metas) in turn_tables(objects).await? {
+        let paths: Vec<String> = metas.into_iter().map(|m| m.path).collect();
+        let built = build_tenant(
+            objects,
+            announce,
+            rules,
+            &Selection::Rules,
+            now_ms,
+            &tenant,
+            &paths,
+        )
+        .await?;
+        manifests.extend(built);
+    }
+    Ok(manifests)
+}
+
+/// Builds the dataset of one tenant partition from the turn-table objects `paths`, taking the
+/// agents `selection` names, and announces it. `None` when no agent is taken.
+pub(crate) async fn build_tenant(
+    objects: &dyn Objects,
+    announce: Announce<'_>,
+    rules: &Rules,
+    selection: &Selection,
+    now_ms: i64,
+    tenant: &str,
+    paths: &[String],
+) -> anyhow::Result<Option<Manifest>> {
     rules
         .validate()
         .map_err(|e| anyhow::anyhow!("rules: {e}"))?;
-    let mut tenants: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for meta in objects.list(TABLE_PREFIX).await? {
-        let tenant = meta
-            .path
-            .strip_prefix(TABLE_PREFIX)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|part| part.strip_prefix("tenant="));
-        if let (Some(tenant), true) = (tenant, meta.path.ends_with(".parquet")) {
-            tenants
-                .entry(tenant.to_owned())
-                .or_default()
-                .push(meta.path);
-        }
-    }
-    let mut manifests = Vec::new();
-    for (tenant, paths) in tenants {
-        if let Some(manifest) = build_tenant(objects, rules, now_ms, &tenant, &paths).await? {
-            let event = json!({
-                "type": "training.dataset.ready",
-                "tenant": manifest.tenant,
-                "dataset_id": manifest.dataset_id,
-                "manifest": format!("{DATASETS_PREFIX}tenant={tenant}/{}/manifest.json", manifest.dataset_id),
-                "counts": manifest.counts,
-            });
-            let event = event.to_string();
-            events.send(&event).await?;
-            training.send(&event).await?;
-            tracing::info!(%tenant, dataset_id = %manifest.dataset_id, "training.dataset.ready sent");
-            manifests.push(manifest);
-        }
-    }
-    Ok(manifests)
+    let Some(manifest) = write_dataset(objects, rules, selection, now_ms, tenant, paths).await?
+    else {
+        return Ok(None);
+    };
+    let event = json!({
+        "type": "training.dataset.ready",
+        "tenant": manifest.tenant,
+        "dataset_id": manifest.dataset_id,
+        "manifest": format!("{DATASETS_PREFIX}tenant={tenant}/{}/manifest.json", manifest.dataset_id),
+        "counts": manifest.counts,
+    })
+    .to_string();
+    announce.events.send(&event).await?;
+    announce.training.send(&event).await?;
+    tracing::info!(%tenant, dataset_id = %manifest.dataset_id, "training.dataset.ready sent");
+    Ok(Some(manifest))
 }
 
 /// The prompt (messages before the last assistant turn) and that turn's content.
@@ -189,22 +237,23 @@ impl Outputs {
     }
 }
 
-async fn build_tenant(
+async fn write_dataset(
     objects: &dyn Objects,
     rules: &Rules,
+    selection: &Selection,
     now_ms: i64,
     tenant: &str,
     paths: &[String],
 ) -> anyhow::Result<Option<Manifest>> {
     let catalog = catalog(objects, paths).await?;
-    let agents = select_agents(&catalog.episodes, rules, now_ms);
+    let agents = select_agents(&catalog.episodes, rules, selection, now_ms);
     let selected: HashSet<&str> = agents
         .iter()
         .filter(|a| a.selected)
         .map(|a| a.agent_id.as_str())
         .collect();
     if selected.is_empty() {
-        tracing::info!(%tenant, "no agent meets the rules: no dataset");
+        tracing::info!(%tenant, "no agent taken: no dataset");
         return Ok(None);
     }
     let since = now_ms.saturating_sub(i64::from(rules.window_days) * 86_400_000);
@@ -247,7 +296,7 @@ async fn build_tenant(
     let mut conversations: [HashSet<String>; 2] = [HashSet::new(), HashSet::new()];
     let mut open: HashMap<String, Vec<Turn>> = HashMap::new();
     let mut few_shot = FewShot::default();
-    let mut finished: HashMap<String, (Value, String)> = HashMap::new();
+    let mut finished = Spill::create(&out.dir.path().join("pairs.spill"))?;
     let mut progress = Progress::start("writing splits", paths.len() as u64);
     for (object, path) in paths.iter().enumerate() {
         let bytes = objects
@@ -317,7 +366,7 @@ async fn build_tenant(
                 }
             }
             if in_pairs.contains(row.trajectory_id.as_str()) {
-                finished.insert(row.trajectory_id.clone(), (prompt, completion));
+                finished.put(&row.trajectory_id, &prompt, &completion)?;
             }
         }
         progress.advance(1);
@@ -340,9 +389,10 @@ async fn build_tenant(
         serde_json::to_vec_pretty(&few_shot)?,
     )?;
     let mut preferences = BufWriter::new(std::fs::File::create(dir.join("preferences.jsonl"))?);
+    let mut finished = finished.finish()?;
     for pair in &pairs {
         let (Some((prompt, chosen)), Some((_, rejected))) =
-            (finished.get(&pair.chosen), finished.get(&pair.rejected))
+            (finished.get(&pair.chosen)?, finished.get(&pair.rejected)?)
         else {
             continue;
         };
@@ -366,7 +416,7 @@ async fn build_tenant(
     }
     group_lines.flush()?;
 
-    let dataset_id = dataset_id(tenant, rules, paths, now_ms)?;
+    let dataset_id = dataset_id(tenant, rules, &agents, paths, now_ms)?;
     let root = format!("{DATASETS_PREFIX}tenant={tenant}/{dataset_id}");
     let mut files = BTreeMap::new();
     for (name, file) in [
@@ -415,17 +465,23 @@ async fn build_tenant(
     Ok(Some(manifest))
 }
 
-/// `YYYY-MM-DD-<12 hex>`: the build date and a hash of the tenant, rules and source objects, so
-/// a rerun on the same inputs rewrites the same dataset instead of adding one.
+/// `YYYY-MM-DD-<12 hex>`: the build date and a hash of the tenant, rules, agents taken and
+/// source objects, so a rerun on the same inputs (a redelivered request, a retried schedule)
+/// rewrites the same dataset instead of adding one.
 fn dataset_id(
     tenant: &str,
     rules: &Rules,
+    agents: &[AgentStats],
     paths: &[String],
     now_ms: i64,
 ) -> anyhow::Result<String> {
     let mut hash = Sha256::new();
     hash.update(tenant.as_bytes());
     hash.update(serde_json::to_vec(rules)?);
+    for agent in agents.iter().filter(|a| a.selected) {
+        hash.update(agent.agent_id.as_bytes());
+        hash.update([0]);
+    }
     for path in paths {
         hash.update(path.as_bytes());
         hash.update([0]);

@@ -10,13 +10,23 @@
 //!   fine-tuning format; `few-shot.json`: the best of them per agent;
 //! - `manifest.json`: schema version, counts, content hashes, source objects, the rules used.
 //!
-//! Then it sends `training.dataset.ready` on the event queue and the training queue. Runs locally
-//! (`agentrl dataset build`) and on AWS from an EventBridge schedule (`bin/dataset.rs`).
+//! Then it sends `training.dataset.ready` on the event queue and the training queue.
+//!
+//! Two triggers: a schedule (every tenant, agents by the rules) and the dataset queue
+//! (`dataset.generation.requested`: the agents the learning service names, on its counts).
+//! Runs locally (`agentrl dataset build`, and `agentrl serve` drains the dataset queue) and on
+//! AWS in the dataset Lambda (`bin/dataset.rs`), which hands tables past its limit to an AWS
+//! Batch job running the same binary.
 
 mod build;
+mod dispatch;
 mod exports;
 mod progress;
 mod read;
+mod requests;
+mod spill;
 mod upload;
 
-pub use build::{DATASETS_PREFIX, Manifest, build};
+pub use build::{DATASETS_PREFIX, Manifest, build, turn_tables};
+pub use dispatch::{BatchDatasets, BatchJob, DEFAULT_LAMBDA_MAX_BYTES, Datasets, Outcome};
+pub use requests::{DatasetRequests, REQUESTED};

@@ -22,7 +22,9 @@ pub(crate) struct Catalog {
 
 struct Pending {
     episode: Episode,
-    text: String,
+    /// The text gathered so far; signed and dropped at the trajectory's last turn, so only
+    /// trajectories still open hold text.
+    text: Option<String>,
 }
 
 /// Reads every object once, keeping a summary per trajectory (never the rows).
@@ -53,14 +55,21 @@ pub(crate) async fn catalog(objects: &dyn Objects, paths: &[String]) -> anyhow::
                         ingested_at_ms: row.ingested_at_ms,
                         signature: MinHash::of(""),
                     },
-                    text: String::new(),
+                    text: Some(String::new()),
                 });
                 pending.len() - 1
             });
-            let text = &mut pending[slot].text;
+            let entry = &mut pending[slot];
+            let Some(text) = &mut entry.text else {
+                continue;
+            };
             if text.len() < SIGNATURE_TEXT_BYTES {
                 text.push_str(&row.content);
                 text.push('\n');
+            }
+            if row.turn_index + 1 >= row.turn_count {
+                entry.episode.signature = MinHash::of(text);
+                entry.text = None;
             }
         }
         progress.advance(1);
@@ -68,9 +77,12 @@ pub(crate) async fn catalog(objects: &dyn Objects, paths: &[String]) -> anyhow::
     progress.finish();
     let episodes = pending
         .into_iter()
-        .map(|p| Episode {
-            signature: MinHash::of(&p.text),
-            ..p.episode
+        .map(|p| match p.text {
+            Some(text) => Episode {
+                signature: MinHash::of(&text),
+                ..p.episode
+            },
+            None => p.episode,
         })
         .collect();
     Ok(Catalog { episodes, owner })

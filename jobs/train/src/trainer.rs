@@ -93,7 +93,13 @@ pub struct Trainer {
     pub deadline: Option<Instant>,
     /// The S3 prefix the output directory is mirrored to.
     pub mirror: Option<crate::remote::Prefix>,
+    /// When `metrics.jsonl` was last mirrored (progress between checkpoints).
+    progress_mirrored: Instant,
 }
+
+/// How often `metrics.jsonl` reaches the mirror between checkpoints: the training service
+/// reads a run's progress from it.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How a phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,7 +173,23 @@ impl Trainer {
             steps_here: 0,
             deadline: None,
             mirror: None,
+            progress_mirrored: Instant::now(),
         })
+    }
+
+    /// Appends a metrics line; mirrors the file when [`PROGRESS_EVERY`] has passed. A failed
+    /// progress upload is logged, not fatal: the next checkpoint mirrors everything again.
+    fn push_metrics(&mut self, m: Metrics) -> Result<()> {
+        self.metrics.push(m)?;
+        if let Some(mirror) = &self.mirror
+            && self.progress_mirrored.elapsed() >= PROGRESS_EVERY
+        {
+            self.progress_mirrored = Instant::now();
+            if let Err(e) = mirror.upload(&self.out, "metrics.jsonl") {
+                tracing::warn!(error = %e, "progress not mirrored; the next checkpoint retries");
+            }
+        }
+        Ok(())
     }
 
     fn should_stop(&mut self) -> bool {
@@ -290,7 +312,7 @@ impl Trainer {
     ) -> Result<()> {
         let secs = t0.elapsed().as_secs_f64().max(1e-9);
         let r = rollouts.unwrap_or_default();
-        self.metrics.push(Metrics {
+        self.push_metrics(Metrics {
             step,
             phase: phase.into(),
             loss: s.loss,
@@ -389,7 +411,7 @@ impl Trainer {
 
     fn log_eval(&mut self, task: &dyn Task) -> Result<f64> {
         let (success, reward) = self.evaluate(task)?;
-        self.metrics.push(Metrics {
+        self.push_metrics(Metrics {
             step: self.state.grpo_step,
             phase: "grpo".into(),
             elapsed_s: self.elapsed(),

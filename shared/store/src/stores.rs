@@ -28,6 +28,9 @@ pub struct Stores {
     /// function, which starts the runs a ready dataset calls for (the event queue carries the
     /// same announcement for everyone else).
     pub training: Arc<dyn Queue>,
+    /// The dataset queue with its dead-letter queue: `dataset.generation.requested` for the
+    /// dataset job, which builds datasets for the agents the learning service names.
+    pub datasets: Arc<dyn Queue>,
     /// The object store (Parquet, datasets, models).
     pub objects: Arc<dyn Objects>,
     embedded: Option<SqliteTable>,
@@ -50,6 +53,10 @@ pub struct AwsResources {
     pub training_queue_url: String,
     /// SQS dead-letter queue URL of the training queue.
     pub training_dlq_url: String,
+    /// SQS dataset queue URL.
+    pub dataset_queue_url: String,
+    /// SQS dead-letter queue URL of the dataset queue.
+    pub dataset_dlq_url: String,
     /// S3 bucket name.
     pub bucket: String,
 }
@@ -65,7 +72,8 @@ pub fn required_env(key: &str) -> anyhow::Result<String> {
 impl AwsResources {
     /// The names `template.yaml` hands every function: `AGENTRL_TABLE`, `AGENTRL_QUEUE_URL`,
     /// `AGENTRL_DLQ_URL`, `AGENTRL_EVENTS_QUEUE_URL`, `AGENTRL_EVENTS_DLQ_URL`,
-    /// `AGENTRL_TRAINING_QUEUE_URL`, `AGENTRL_TRAINING_DLQ_URL`, `AGENTRL_BUCKET`.
+    /// `AGENTRL_TRAINING_QUEUE_URL`, `AGENTRL_TRAINING_DLQ_URL`, `AGENTRL_DATASET_QUEUE_URL`,
+    /// `AGENTRL_DATASET_DLQ_URL`, `AGENTRL_BUCKET`.
     ///
     /// # Errors
     /// A missing variable, named.
@@ -78,6 +86,8 @@ impl AwsResources {
             events_dlq_url: required_env("AGENTRL_EVENTS_DLQ_URL")?,
             training_queue_url: required_env("AGENTRL_TRAINING_QUEUE_URL")?,
             training_dlq_url: required_env("AGENTRL_TRAINING_DLQ_URL")?,
+            dataset_queue_url: required_env("AGENTRL_DATASET_QUEUE_URL")?,
+            dataset_dlq_url: required_env("AGENTRL_DATASET_DLQ_URL")?,
             bucket: required_env("AGENTRL_BUCKET")?,
         })
     }
@@ -109,7 +119,8 @@ impl Stores {
             table: Arc::new(table.clone()),
             queue: Arc::new(SqliteQueue::new(db.clone(), "work", MAX_RECEIVES)),
             events: Arc::new(SqliteQueue::new(db.clone(), "events", MAX_RECEIVES)),
-            training: Arc::new(SqliteQueue::new(db, "training", MAX_RECEIVES)),
+            training: Arc::new(SqliteQueue::new(db.clone(), "training", MAX_RECEIVES)),
+            datasets: Arc::new(SqliteQueue::new(db, "datasets", MAX_RECEIVES)),
             objects: Arc::new(ObjectStoreObjects::local(&dir.join("objects"))?),
             embedded: Some(table),
         })
@@ -130,9 +141,14 @@ impl Stores {
             &resources.events_dlq_url,
         );
         let training = SqsQueue::new(
-            sqs,
+            sqs.clone(),
             &resources.training_queue_url,
             &resources.training_dlq_url,
+        );
+        let datasets = SqsQueue::new(
+            sqs,
+            &resources.dataset_queue_url,
+            &resources.dataset_dlq_url,
         );
         let objects =
             ObjectStoreObjects::s3(&resources.bucket, settings).context("configuring S3")?;
@@ -141,6 +157,7 @@ impl Stores {
             queue: Arc::new(queue),
             events: Arc::new(events),
             training: Arc::new(training),
+            datasets: Arc::new(datasets),
             objects: Arc::new(objects),
             embedded: None,
         })

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use agentrl_core::privacy::Pseudonymizer;
 use agentrl_http::sqs::Consumer;
 use agentrl_ingest::Ingest;
-use agentrl_learning::{Learner, is_event_message};
+use agentrl_learning::{Learner, Outlets, is_event_message};
 use agentrl_store::ports::{Message, Objects, Queue, Table};
 
 /// Dispatches each message of a batch to the worker of its kind. Cheap to clone.
@@ -22,17 +22,17 @@ pub struct QueueWorker {
 
 impl QueueWorker {
     /// Workers over `table` and `objects`, dead-lettering through `queue` (the queue the
-    /// messages come from); what learning events change is announced on `events`.
+    /// messages come from); what learning events change is announced on `outlets`.
     pub fn new(
         table: Arc<dyn Table>,
         objects: Arc<dyn Objects>,
         queue: Arc<dyn Queue>,
-        events: Arc<dyn Queue>,
+        outlets: Outlets,
         pseudonyms: Arc<Pseudonymizer>,
     ) -> Self {
         Self {
             ingest: Ingest::new(table.clone(), objects, queue.clone(), pseudonyms),
-            learner: Learner::new(table, queue, events),
+            learner: Learner::new(table, queue, outlets),
         }
     }
 }

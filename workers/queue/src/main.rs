@@ -9,10 +9,10 @@ use agentrl_store::Stores;
 async fn main() -> Result<(), lambda_runtime::Error> {
     let stores = Stores::aws_from_env().await?;
     let worker = QueueWorker::new(
-        stores.table,
-        stores.objects,
-        stores.queue,
-        stores.events,
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.queue.clone(),
+        agentrl_learning::Outlets::of(&stores),
         pseudonyms_from_env()?,
     );
     sqs::run(|messages| {

@@ -51,7 +51,7 @@ async fn a_mixed_batch_reaches_both_workers() {
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
-        stores.events.clone(),
+        agentrl_learning::Outlets::of(&stores),
         Arc::new(Pseudonymizer::new(b"a test secret of enough bytes").unwrap()),
     );
     let options = DrainOptions {
@@ -69,7 +69,8 @@ async fn a_mixed_batch_reaches_both_workers() {
     let objects = stores.objects.list("trajectories/").await.unwrap();
     assert_eq!(objects.len(), 1, "one Parquet object for the trajectory");
     let tenant = TenantId::parse("tenant-a").unwrap();
-    let policy = agentrl_learning::policy(stores.table.clone(), stores.events.clone());
+    let policy =
+        agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
     assert!(
         policy.update(&tenant, "coder-7").await.unwrap().is_some(),
         "the feedback event gave the agent a learning state"

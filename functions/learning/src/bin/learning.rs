@@ -8,7 +8,11 @@ use agentrl_store::Stores;
 async fn main() -> Result<(), lambda_http::Error> {
     agentrl_http::telemetry::init();
     let stores = Stores::aws_from_env().await?;
-    let state = LearningState::new(stores.table.clone(), stores.queue, stores.events);
+    let state = LearningState::new(
+        stores.table.clone(),
+        stores.queue.clone(),
+        agentrl_learning::Outlets::of(&stores),
+    );
     let options = agentrl_http::AppOptions {
         idempotency: Some(stores.table),
         body_limit: DEFAULT_BODY_LIMIT,

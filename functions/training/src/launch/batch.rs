@@ -79,7 +79,9 @@ impl Launcher for BatchLauncher {
 
     async fn submit(&self, job: &JobSpec) -> anyhow::Result<String> {
         let bucket = &self.bucket;
-        let command = job.args(|prefix| format!("s3://{bucket}/{prefix}"));
+        // The image holds `train` and `dataset`: the command names its program.
+        let mut command = vec!["train".to_owned()];
+        command.extend(job.args(|prefix| format!("s3://{bucket}/{prefix}")));
         let overrides = aws_sdk_batch::types::ContainerOverrides::builder()
             .set_command(Some(command))
             .build();

@@ -17,7 +17,7 @@ use crate::{
     TrainingState, agents, versions,
     wire::{
         AgentPage, AgentView, ArmView, CreateAgentBody, OutcomesBody, OutcomesView, PatchAgentBody,
-        RouteView, VersionPage,
+        RouteView, VersionPage, VersionView,
     },
 };
 
@@ -142,7 +142,10 @@ pub(crate) async fn versions(
         .await
         .map_err(listing)?;
     Ok(Json(VersionPage {
-        versions: versions.into_iter().map(Into::into).collect(),
+        versions: versions
+            .into_iter()
+            .map(|(v, live)| VersionView::new(v, live))
+            .collect(),
         next_cursor,
     }))
 }
@@ -209,9 +212,8 @@ pub(crate) async fn outcomes(
         arms: arms
             .into_iter()
             .map(|(version, stats)| ArmView {
-                reward_mean: stats.reward_mean(),
                 version,
-                stats,
+                live: stats.into(),
             })
             .collect(),
     }))

@@ -1,11 +1,27 @@
-//! Lambda entry point of the scheduled dataset job (an EventBridge schedule invokes it):
-//! wiring only. Rules come from `AGENTRL_DATASET_RULES` (JSON, overriding the defaults).
+//! The dataset job's binary: wiring only.
+//!
+//! - Under the Lambda runtime (`AWS_LAMBDA_RUNTIME_API` set): an EventBridge schedule invokes
+//!   it for every tenant, the dataset queue (SQS) with `dataset.generation.requested`. Tables
+//!   past `AGENTRL_DATASET_LAMBDA_MAX_BYTES` go to AWS Batch when `AGENTRL_DATASET_JOB_QUEUE`
+//!   is set.
+//! - Otherwise (the Batch job the Lambda submits): `dataset --tenant P [--requests JSON]
+//!   [--now-ms MS]` builds that tenant partition here, whatever its size.
+//!
+//! Rules come from `AGENTRL_DATASET_RULES` (JSON, overriding the defaults).
 
 use agentrl_core::dataset::Rules;
+use agentrl_dataset::{BatchDatasets, BatchJob, DatasetRequests, Datasets};
+use agentrl_http::sqs::{self, Consumer};
 use agentrl_store::{Stores, retry::now_ms};
 use anyhow::Context;
+use aws_lambda_events::event::sqs::SqsEvent;
+use clap::Parser;
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::{Value, json};
+
+fn now() -> i64 {
+    i64::try_from(now_ms()).unwrap_or(i64::MAX)
+}
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -17,19 +33,32 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         }
         _ => Rules::default(),
     };
-    let (stores, rules) = (&stores, &rules);
-    lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| async move {
-        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
-        let manifests = agentrl_dataset::build(
-            stores.objects.as_ref(),
-            stores.events.as_ref(),
-            stores.training.as_ref(),
-            rules,
-            now,
-        )
-        .await?;
-        let ids: Vec<&str> = manifests.iter().map(|m| m.dataset_id.as_str()).collect();
-        Ok::<_, lambda_runtime::Error>(json!({ "datasets": ids }))
+    let datasets = Datasets::new(
+        stores.objects.clone(),
+        stores.events.clone(),
+        stores.training.clone(),
+        rules,
+    );
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_none() {
+        let outcome = BatchJob::parse().run(&datasets).await?;
+        println!("{}", serde_json::to_string(&outcome)?);
+        return Ok(());
+    }
+    let datasets = datasets.with_batch(BatchDatasets::from_env().await?);
+    let requests = &DatasetRequests::new(
+        datasets.clone(),
+        stores.datasets.clone(),
+        agentrl_http::lambda::pseudonyms_from_env()?,
+    );
+    let datasets = &datasets;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        if event.payload.get("Records").is_some() {
+            let records: SqsEvent = serde_json::from_value(event.payload)?;
+            let retry = requests.process(&sqs::messages(records)).await;
+            return Ok::<_, lambda_runtime::Error>(serde_json::to_value(sqs::response(retry))?);
+        }
+        let outcomes = datasets.scheduled(now()).await?;
+        Ok(json!({ "outcomes": outcomes }))
     }))
     .await
 }

@@ -11,7 +11,7 @@ mod split;
 
 pub use dedup::{MinHash, near_duplicates};
 pub use groups::{Group, PreferencePair, groups, preference_pairs};
-pub use rules::{AgentStats, Rules, RulesError, select_agents};
+pub use rules::{AgentStats, CountsSource, Request, Rules, RulesError, Selection, select_agents};
 pub use split::{Split, split_of};
 
 /// What the rules need to know about one trajectory.

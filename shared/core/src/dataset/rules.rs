@@ -122,6 +122,17 @@ impl Rules {
     }
 }
 
+/// Where an agent's feedback counts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountsSource {
+    /// The episodes in the turn table, judged by the rules (the scheduled build).
+    Episodes,
+    /// The learning service's projection, which asked for the dataset
+    /// (`dataset.generation.requested`): its own thresholds already passed.
+    Learning,
+}
+
 /// One agent's counts inside the window, and whether it qualifies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentStats {
@@ -133,12 +144,41 @@ pub struct AgentStats {
     pub positive_feedback: u32,
     /// High-quality ones.
     pub high_quality_interactions: u32,
-    /// Whether the agent meets both thresholds.
+    /// What the two counts above were taken from.
+    pub counts_from: CountsSource,
+    /// Whether the agent's episodes go into the dataset.
     pub selected: bool,
 }
 
-/// Counts every agent's episodes inside the window ending at `now_ms`, by agent id.
-pub fn select_agents(episodes: &[Episode], rules: &Rules, now_ms: i64) -> Vec<AgentStats> {
+/// An agent the learning service asked a dataset for, with its projection's feedback counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// The agent.
+    pub agent_id: String,
+    /// Positive feedbacks inside the learning service's window.
+    pub positive_count: u32,
+    /// Live high-quality interactions.
+    pub high_quality: u32,
+}
+
+/// Which agents a build takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// Every agent whose episodes meet the rules' thresholds (the scheduled build).
+    Rules,
+    /// The agents the learning service named, on its projections' counts: each is taken when
+    /// it has episodes inside the window.
+    Requested(Vec<Request>),
+}
+
+/// Every agent's counts inside the window ending at `now_ms`, by agent id, and whether
+/// `selection` takes it.
+pub fn select_agents(
+    episodes: &[Episode],
+    rules: &Rules,
+    selection: &Selection,
+    now_ms: i64,
+) -> Vec<AgentStats> {
     let since = now_ms.saturating_sub(i64::from(rules.window_days) * 86_400_000);
     let mut stats: BTreeMap<&str, AgentStats> = BTreeMap::new();
     for e in episodes
@@ -150,20 +190,43 @@ pub fn select_agents(episodes: &[Episode], rules: &Rules, now_ms: i64) -> Vec<Ag
             episodes: 0,
             positive_feedback: 0,
             high_quality_interactions: 0,
+            counts_from: CountsSource::Episodes,
             selected: false,
         });
         s.episodes += 1;
         s.positive_feedback += u32::from(rules.is_positive(e));
         s.high_quality_interactions += u32::from(rules.is_high_quality(e));
     }
-    stats
-        .into_values()
-        .map(|mut s| {
-            s.selected = s.positive_feedback >= rules.min_positive_feedback
-                && s.high_quality_interactions >= rules.min_high_quality_interactions;
-            s
-        })
-        .collect()
+    match selection {
+        Selection::Rules => stats
+            .into_values()
+            .map(|mut s| {
+                s.selected = s.positive_feedback >= rules.min_positive_feedback
+                    && s.high_quality_interactions >= rules.min_high_quality_interactions;
+                s
+            })
+            .collect(),
+        Selection::Requested(requests) => {
+            let mut named: BTreeMap<&str, &Request> = BTreeMap::new();
+            for r in requests {
+                named.insert(&r.agent_id, r);
+            }
+            named
+                .into_values()
+                .map(|r| {
+                    let episodes = stats.get(r.agent_id.as_str()).map_or(0, |s| s.episodes);
+                    AgentStats {
+                        agent_id: r.agent_id.clone(),
+                        episodes,
+                        positive_feedback: r.positive_count,
+                        high_quality_interactions: r.high_quality,
+                        counts_from: CountsSource::Learning,
+                        selected: episodes > 0,
+                    }
+                })
+                .collect()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -201,7 +264,7 @@ mod tests {
             episode("c", Some(-0.5), now - day),
             episode("c", Some(0.5), now - day),
         ];
-        let stats = select_agents(&episodes, &rules, now);
+        let stats = select_agents(&episodes, &rules, &Selection::Rules, now);
         let selected: Vec<_> = stats
             .iter()
             .filter(|s| s.selected)
@@ -212,6 +275,43 @@ mod tests {
         assert_eq!(
             (b.episodes, b.positive_feedback, b.high_quality_interactions),
             (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn requested_agents_take_the_learning_counts_and_need_episodes() {
+        let day = 86_400_000;
+        let now = 100 * day;
+        let episodes = vec![
+            episode("a", Some(-0.9), now - day),
+            episode("b", Some(0.9), now - day),
+            episode("c", Some(0.9), now - 40 * day), // outside the window
+        ];
+        let request = |agent: &str| Request {
+            agent_id: agent.into(),
+            positive_count: 120,
+            high_quality: 60,
+        };
+        let requested = Selection::Requested(vec![request("c"), request("a"), request("a")]);
+        let stats = select_agents(&episodes, &Rules::default(), &requested, now);
+        let summary: Vec<_> = stats
+            .iter()
+            .map(|s| {
+                (
+                    s.agent_id.as_str(),
+                    s.episodes,
+                    s.positive_feedback,
+                    s.selected,
+                )
+            })
+            .collect();
+        // `a` fails the default rules on its episodes but the learning service's counts
+        // stand; `b` was not named; `c` has nothing inside the window.
+        assert_eq!(summary, [("a", 1, 120, true), ("c", 0, 120, false)]);
+        assert!(
+            stats
+                .iter()
+                .all(|s| s.counts_from == CountsSource::Learning)
         );
     }
 

@@ -55,6 +55,16 @@ impl ArmStats {
         }
     }
 
+    /// Share of the outcomes with a safety violation (0 with none).
+    pub fn safety_violation_rate(&self) -> f64 {
+        self.rate(self.safety_violations)
+    }
+
+    /// Share of the outcomes flagged as reward hacking (0 with none).
+    pub fn reward_hacking_rate(&self) -> f64 {
+        self.rate(self.reward_hacking)
+    }
+
     /// Mean reward of the outcomes (0 with none).
     pub fn reward_mean(&self) -> f64 {
         if self.outcomes == 0 {
