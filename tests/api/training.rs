@@ -452,3 +452,89 @@ async fn an_interrupted_local_run_is_launched_again_on_restart() {
     );
     s.stop().await;
 }
+
+/// The loop closed by the learning signal on the local stack: trajectories, then feedback
+/// that qualifies the agent; the on-demand update asks for a dataset, `serve`'s dataset
+/// consumer builds it on the projection's counts, and the ready dataset starts the agent's
+/// auto-train run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_request_from_learning_starts_a_run() {
+    let s = spawn_stack().await;
+    s.stores
+        .objects
+        .put("models/tiny/config.json", "{}".into())
+        .await
+        .unwrap();
+    let agent = json!({"agent_id": "coder-7", "name": "Coder", "type": "coding",
+        "model": {"provider": "self-hosted", "name": "qwen-tiny"}, "base_model": "tiny",
+        "auto_train": {"seed": 5}});
+    let (status, created) = s.a("POST", "/v1/agents", Some(&agent)).await;
+    assert_eq!(status, 201, "{created}");
+    for i in 0..4 {
+        let trajectory = json!({"trajectory_id": format!("t-{i}"), "agent_id": "coder-7",
+            "conversation_id": format!("c-{i}"),
+            "turns": [{"role": "user", "content": format!("fix bug {i} in the pager")},
+                      {"role": "assistant", "content": format!("fixed bug {i}: off by one")}],
+            "final_outcome": {"success": true, "reward": 0.9}});
+        let (status, _) = s.a("POST", "/v1/trajectories", Some(&trajectory)).await;
+        assert_eq!(status, 202);
+    }
+    let thresholds = json!({"dataset": {"min_positive": 1, "min_high_quality": 1},
+        "policy": {"update_threshold": 1000}});
+    let (status, _) = s.a("PUT", "/v1/config/learning", Some(&thresholds)).await;
+    assert_eq!(status, 200);
+    let now = i64::try_from(agentrl_store::retry::now_ms()).unwrap();
+    let events = json!([
+        {"event_id": "r-1", "type": "ai.message.reply", "agent_id": "coder-7", "user_id": "alice",
+         "occurred_at_ms": now - 2_000, "message_id": "m-1", "traits": {"verbosity": 0.6}},
+        {"event_id": "f-1", "type": "feedback.created", "agent_id": "coder-7", "user_id": "alice",
+         "occurred_at_ms": now - 1_000, "value": 0.9, "source_id": "m-1"},
+    ]);
+    let (status, _) = s.a("POST", "/v1/events", Some(&events)).await;
+    assert_eq!(status, 202);
+
+    let mut requested = Value::Null;
+    for _ in 0..100 {
+        let (_, report) = s
+            .a("POST", "/v1/agents/coder-7/learning/update", None)
+            .await;
+        if report["dataset_requested"] == true {
+            requested = report;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(requested["dataset_requested"], true, "never requested");
+
+    let mut runs = Value::Null;
+    for _ in 0..150 {
+        let (_, page) = s.a("GET", "/v1/training-runs?agent_id=coder-7", None).await;
+        if page["runs"].as_array().is_some_and(|r| !r.is_empty()) {
+            runs = page;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let run = &runs["runs"][0];
+    assert_eq!(run["config"]["seed"], 5, "the auto-train run: {runs}");
+    let dataset = run["dataset_id"].as_str().unwrap();
+    let partition = Pseudonymizer::new(b"a test secret of enough bytes")
+        .unwrap()
+        .pseudonym(TENANT, "tenant-a");
+    let manifest = s
+        .stores
+        .objects
+        .get(&format!(
+            "datasets/tenant={partition}/{dataset}/manifest.json"
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let manifest: Value = serde_json::from_slice(&manifest).unwrap();
+    assert_eq!(
+        manifest["agents"],
+        json!([{"agent_id": "coder-7", "episodes": 4, "positive_feedback": 1,
+                "high_quality_interactions": 1, "counts_from": "learning", "selected": true}])
+    );
+    s.stop().await;
+}

@@ -41,14 +41,9 @@ impl BatchDatasets {
             })?,
             Err(_) => DEFAULT_LAMBDA_MAX_BYTES,
         };
-        let aws = AwsSettings {
-            region: required_env("AWS_REGION")?,
-            endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
-            dummy_credentials: false,
-        };
         Ok(Some(
             Self::new(
-                &aws,
+                &AwsSettings::from_env()?,
                 job_queue,
                 required_env("AGENTRL_DATASET_JOB_DEFINITION")?,
                 max_bytes,

@@ -100,12 +100,7 @@ impl Stores {
     /// # Errors
     /// A missing variable, named, or a client that cannot be configured.
     pub async fn aws_from_env() -> anyhow::Result<Self> {
-        let settings = AwsSettings {
-            region: required_env("AWS_REGION")?,
-            endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
-            dummy_credentials: false,
-        };
-        Self::aws(&settings, &AwsResources::from_env()?).await
+        Self::aws(&AwsSettings::from_env()?, &AwsResources::from_env()?).await
     }
 
     /// The embedded set under `dir`: `dir/agentrl.db` (table and queue) and `dir/objects/`.

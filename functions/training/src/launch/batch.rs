@@ -47,11 +47,7 @@ impl BatchLauncher {
     /// # Errors
     /// A missing variable, named.
     pub async fn from_env() -> anyhow::Result<Self> {
-        let aws = AwsSettings {
-            region: required_env("AWS_REGION")?,
-            endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
-            dummy_credentials: false,
-        };
+        let aws = AwsSettings::from_env()?;
         let settings = BatchSettings {
             job_queue: required_env("AGENTRL_BATCH_JOB_QUEUE")?,
             job_definition: required_env("AGENTRL_BATCH_JOB_DEFINITION")?,

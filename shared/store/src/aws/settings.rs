@@ -23,6 +23,19 @@ impl AwsSettings {
         }
     }
 
+    /// What every deployed binary reads: `AWS_REGION` and an optional `AGENTRL_AWS_ENDPOINT`
+    /// (an emulator); credentials from the default chain.
+    ///
+    /// # Errors
+    /// When `AWS_REGION` is unset.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(Self {
+            region: crate::required_env("AWS_REGION")?,
+            endpoint: std::env::var("AGENTRL_AWS_ENDPOINT").ok(),
+            dummy_credentials: false,
+        })
+    }
+
     /// The shared SDK configuration.
     pub async fn load(&self) -> SdkConfig {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
