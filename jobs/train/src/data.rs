@@ -38,6 +38,8 @@ pub struct GateCounts {
     pub stale: usize,
     /// Dropped: no model turn to train on.
     pub no_model_turn: usize,
+    /// Dropped: the model's chat template failed on a row's text.
+    pub chat_template_error: usize,
     /// Kept, but the rows name no tokenizer (trained on, unverified).
     pub unverified_tokenizer: usize,
     /// Model turns with no token ids, tokenised from text (re-tokenised text drifts).
@@ -213,6 +215,7 @@ enum Drop {
     Reward,
     Stale,
     NoTurn,
+    Template,
 }
 
 impl Drop {
@@ -225,6 +228,7 @@ impl Drop {
             Self::Reward => &mut c.reward_out_of_range,
             Self::Stale => &mut c.stale,
             Self::NoTurn => &mut c.no_model_turn,
+            Self::Template => &mut c.chat_template_error,
         }
     }
 }
@@ -308,12 +312,11 @@ fn gate(
                 }
             }
             (None, None) => {
-                let prompt = tok
-                    .encode(&tok.render(&history, true))
-                    .map_err(|_| Drop::Vocab)?;
-                let response = tok
-                    .encode(&format!("{}{}", row.content, tok.turn_end()))
-                    .map_err(|_| Drop::Vocab)?;
+                let (prompt, response) = tok
+                    .chat(&history, &[("assistant".into(), row.content.clone())])
+                    .map_err(|_| Drop::Template)?;
+                let prompt = tok.encode(&prompt).map_err(|_| Drop::Vocab)?;
+                let response = tok.encode(&response).map_err(|_| Drop::Vocab)?;
                 if prompt.is_empty() || response.is_empty() {
                     return Err(Drop::Lengths);
                 }
@@ -386,11 +389,8 @@ pub fn read_sft(path: &Path, tok: &Tok) -> Result<Vec<SftExample>> {
                 let p = messages(p).ok_or_else(|| bad("prompt: messages need role and content"))?;
                 let c =
                     messages(c).ok_or_else(|| bad("completion: messages need role and content"))?;
-                let body: String = c
-                    .iter()
-                    .map(|(_, content)| format!("{content}{}", tok.turn_end()))
-                    .collect();
-                (tok.render(&p, true), body)
+                tok.chat(&p, &c)
+                    .map_err(|e| bad(&format!("chat template: {e}")))?
             }
             _ => {
                 return Err(bad(

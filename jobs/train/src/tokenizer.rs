@@ -1,6 +1,9 @@
 //! The tokenizer: `tokenizer.json` through the `tokenizers` crate, identified by the sha256 of
 //! its bytes (what rows name in their `tokenizer` column), plus the end-of-sequence ids and a
-//! chat rendering for rows that carry text but no token ids.
+//! chat rendering for rows that carry text but no token ids: the model's Jinja `chat_template`
+//! from `tokenizer_config.json` when it has one (rendered as `transformers` does:
+//! `trim_blocks`, `lstrip_blocks`, Python string methods, `raise_exception`), ChatML or plain
+//! `role: content` lines otherwise.
 
 use std::path::Path;
 
@@ -18,7 +21,19 @@ pub struct Tok {
     pub sha256: String,
     eos: Vec<u32>,
     chatml: bool,
+    template: Option<ChatTemplate>,
 }
+
+/// A model's Jinja chat template with the special tokens it may name.
+#[derive(Debug, Clone)]
+struct ChatTemplate {
+    source: String,
+    bos_token: String,
+    eos_token: String,
+}
+
+/// One chat message: role and content.
+pub type Message = (String, String);
 
 impl Tok {
     /// Loads `<dir>/tokenizer.json`; end-of-sequence ids come from `eos` (the model config's)
@@ -30,20 +45,36 @@ impl Tok {
         let path = dir.join("tokenizer.json");
         let bytes = std::fs::read(&path).map_err(|e| TrainError::file(&path, e))?;
         let mut tok = Self::from_bytes(bytes).map_err(|e| TrainError::file(&path, e))?;
+        let config_path = dir.join("tokenizer_config.json");
+        let config: Value = match std::fs::read_to_string(&config_path) {
+            Ok(text) => {
+                serde_json::from_str(&text).map_err(|e| TrainError::file(&config_path, e))?
+            }
+            Err(_) => Value::Null,
+        };
+        let token = |name: &str| match config.get(name) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).map(String::from),
+            _ => None,
+        };
         if !eos.is_empty() {
             tok.eos = eos.to_vec();
-        } else if let Ok(text) = std::fs::read_to_string(dir.join("tokenizer_config.json")) {
-            let config: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            let token = match config.get("eos_token") {
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(Value::Object(o)) => {
-                    o.get("content").and_then(Value::as_str).map(String::from)
-                }
-                _ => None,
-            };
-            if let Some(id) = token.and_then(|t| tok.inner.token_to_id(&t)) {
-                tok.eos = vec![id];
-            }
+        } else if let Some(id) = token("eos_token").and_then(|t| tok.inner.token_to_id(&t)) {
+            tok.eos = vec![id];
+        }
+        tok.template = chat_template(&config).map(|source| ChatTemplate {
+            source,
+            bos_token: token("bos_token").unwrap_or_default(),
+            eos_token: token("eos_token").unwrap_or_default(),
+        });
+        if tok.template.is_some() {
+            // A template that cannot render a plain conversation is the model's fault: say so
+            // now, naming the file, rather than dropping every row later.
+            tok.chat(
+                &[("user".into(), "hi".into())],
+                &[("assistant".into(), "hello".into())],
+            )
+            .map_err(|e| TrainError::file(&config_path, format!("chat_template: {e}")))?;
         }
         Ok(tok)
     }
@@ -66,6 +97,7 @@ impl Tok {
             json: bytes,
             eos,
             chatml,
+            template: None,
         })
     }
 
@@ -140,12 +172,36 @@ impl Tok {
             .map_err(|e| TrainError::Data(format!("tokenizer: {e}")))
     }
 
-    /// Chat messages rendered for training when rows carry no token ids: ChatML when the
-    /// vocabulary has `<|im_start|>` (Qwen2's template), `role: content` lines otherwise. The
-    /// Jinja template of `tokenizer_config.json` is not interpreted; such rows are counted as
-    /// re-tokenised in the run's report.
-    #[must_use]
-    pub fn render(&self, messages: &[(String, String)], open_assistant: bool) -> String {
+    /// The text of a conversation's `prompt` (ending where the model starts to answer) and of
+    /// the `completion` that follows it, for rows that carry no token ids. With the model's
+    /// chat template: the prompt rendered with `add_generation_prompt`, the completion what the
+    /// whole conversation adds to it. Without: ChatML when the vocabulary has `<|im_start|>`,
+    /// `role: content` lines otherwise.
+    ///
+    /// # Errors
+    /// The template fails (`raise_exception`, an unknown construct) or renders a conversation
+    /// that does not start with its own prompt.
+    pub fn chat(
+        &self,
+        prompt: &[Message],
+        completion: &[Message],
+    ) -> std::result::Result<(String, String), String> {
+        let Some(template) = &self.template else {
+            let body = completion
+                .iter()
+                .map(|(_, content)| format!("{content}{}", self.turn_end()))
+                .collect();
+            return Ok((self.render(prompt, true), body));
+        };
+        let head = template.render(prompt, true)?;
+        let whole = template.render(&[prompt, completion].concat(), false)?;
+        match whole.strip_prefix(head.as_str()) {
+            Some(body) => Ok((head.clone(), body.to_owned())),
+            None => Err("the rendered conversation does not start with its rendered prompt".into()),
+        }
+    }
+
+    fn render(&self, messages: &[Message], open_assistant: bool) -> String {
         let mut out = String::new();
         for (role, content) in messages {
             if self.chatml {
@@ -164,10 +220,58 @@ impl Tok {
         out
     }
 
-    /// The end of an assistant turn in [`Self::render`]'s format.
-    #[must_use]
-    pub fn turn_end(&self) -> &'static str {
+    fn turn_end(&self) -> &'static str {
         if self.chatml { "<|im_end|>\n" } else { "\n" }
+    }
+}
+
+/// `chat_template` of a `tokenizer_config.json`: a string, or a list of named templates of
+/// which `default` is the one (transformers' multi-template form).
+fn chat_template(config: &Value) -> Option<String> {
+    match config.get("chat_template")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(named) => named.iter().find_map(|t| {
+            (t.get("name")?.as_str()? == "default")
+                .then(|| t.get("template")?.as_str().map(String::from))
+                .flatten()
+        }),
+        _ => None,
+    }
+}
+
+impl ChatTemplate {
+    fn render(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> std::result::Result<String, String> {
+        let mut env = minijinja::Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function(
+            "raise_exception",
+            |message: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    message,
+                ))
+            },
+        );
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        env.render_str(
+            &self.source,
+            minijinja::context! {
+                messages => messages,
+                add_generation_prompt => add_generation_prompt,
+                bos_token => self.bos_token,
+                eos_token => self.eos_token,
+            },
+        )
+        .map_err(|e| e.to_string())
     }
 }
 
