@@ -1,5 +1,6 @@
 //! The policy update loop: plan from the projection, apply (or, in shadow mode, only record),
-//! trigger dataset generation, and emit what changed on the event queue.
+//! trigger dataset generation, and emit what changed on the event queue (dataset requests also
+//! on the dataset queue, for the dataset job).
 //!
 //! Runs for one agent when its feedback crosses the threshold (from the worker), for every
 //! pending agent on a schedule (`learning-policy`), and on demand

@@ -23,6 +23,9 @@ pub struct TrainConfig {
     pub micro_batch_tokens: usize,
     /// Write a resumable checkpoint every N optimizer steps (0 = only at the end).
     pub checkpoint_every: u64,
+    /// With an `s3://` output, mirror `metrics.jsonl` (the run's progress) at most every N
+    /// seconds between checkpoints (0 = after every line).
+    pub progress_every_s: u64,
     /// Evaluate every N GRPO steps (0 = only before and after).
     pub eval_every: u64,
     /// Also write merged full weights when training LoRA.
@@ -47,6 +50,7 @@ impl Default for TrainConfig {
             seed: 0,
             micro_batch_tokens: 8192,
             checkpoint_every: 50,
+            progress_every_s: 30,
             eval_every: 10,
             merge_lora: false,
             lora: None,

@@ -97,10 +97,6 @@ pub struct Trainer {
     progress_mirrored: Instant,
 }
 
-/// How often `metrics.jsonl` reaches the mirror between checkpoints: the training service
-/// reads a run's progress from it.
-const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// How a phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
@@ -177,12 +173,14 @@ impl Trainer {
         })
     }
 
-    /// Appends a metrics line; mirrors the file when [`PROGRESS_EVERY`] has passed. A failed
-    /// progress upload is logged, not fatal: the next checkpoint mirrors everything again.
+    /// Appends a metrics line; mirrors the file once `progress_every_s` has passed (the
+    /// training service reads a run's progress from it). A failed progress upload is logged,
+    /// not fatal: the next checkpoint mirrors everything again.
     fn push_metrics(&mut self, m: Metrics) -> Result<()> {
         self.metrics.push(m)?;
         if let Some(mirror) = &self.mirror
-            && self.progress_mirrored.elapsed() >= PROGRESS_EVERY
+            && self.progress_mirrored.elapsed()
+                >= std::time::Duration::from_secs(self.config.progress_every_s)
         {
             self.progress_mirrored = Instant::now();
             if let Err(e) = mirror.upload(&self.out, "metrics.jsonl") {

@@ -151,3 +151,65 @@ async fn runs_read_and_write_s3_prefixes_and_resume_from_them() {
     assert!(!ok);
     assert!(stderr.contains("no objects under this prefix"), "{stderr}");
 }
+
+/// Between checkpoints the run's progress still reaches S3: `metrics.jsonl` is mirrored every
+/// `progress_every_s` (here after every line), so the training service's GET of a run sees
+/// steps while no checkpoint exists yet.
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_reaches_s3_between_checkpoints() {
+    let endpoint = moto_endpoint();
+    let bucket = format!("progress-{}", std::process::id());
+    create_bucket(&endpoint, &bucket).await.unwrap();
+    let objects = ObjectStoreObjects::s3(&bucket, &AwsSettings::emulator(&endpoint)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    common::write_model(&model, "qwen2", true, 9);
+    let prompts = dir.path().join("prompts.jsonl");
+    std::fs::write(&prompts, "{\"prompt\": \"Q:1+1\\n\", \"answer\": \"2\"}\n").unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"checkpoint_every": 0, "progress_every_s": 0, "sft": {"epochs": 0}, "grpo": {"group_size": 2, "batch_prompts": 1, "max_new_tokens": 3}}"#).unwrap();
+    // Far more steps than the test waits for: it is stopped once progress is seen.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_train"))
+        .args(["run", "--model"])
+        .arg(&model)
+        .arg("--prompts")
+        .arg(&prompts)
+        .args(["--out", &format!("s3://{bucket}/runs/p1"), "--config"])
+        .arg(&config)
+        .args(["--steps", "100000"])
+        .env("AGENTRL_AWS_ENDPOINT", &endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut steps = 0;
+    for _ in 0..600 {
+        if let Some(bytes) = objects.get("runs/p1/metrics.jsonl").await.unwrap() {
+            steps = String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter(|l| l.contains("\"phase\":\"grpo\"") && !l.contains("eval_"))
+                .count();
+            if steps >= 2 {
+                break;
+            }
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the trainer ended before the test saw its progress"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let listed = objects.list("runs/p1/").await.unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(steps >= 2, "no progress in S3 after 60 s");
+    assert!(
+        listed
+            .iter()
+            .all(|m| !m.path.contains("checkpoints/") && !m.path.ends_with("run.json")),
+        "progress came without a checkpoint: {listed:?}"
+    );
+}
