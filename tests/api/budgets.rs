@@ -343,5 +343,46 @@ async fn adaptive_allocation_learns_from_successful_budgets() {
         trivial["allocated_tokens"], 500,
         "each tier learns separately"
     );
+
+    // The flag's rollout share: tasks outside it keep the static base; the same task stays
+    // on its side.
+    let (status, config) = s
+        .a(
+            "PUT",
+            "/v1/config/budgets",
+            Some(&json!({"adaptive": {"enabled": true, "min_samples": 5, "percent": 40}})),
+        )
+        .await;
+    assert_eq!(
+        (status, config["adaptive"]["percent"].as_f64()),
+        (200, Some(40.0)),
+        "{config}"
+    );
+    let mut sides = std::collections::BTreeSet::new();
+    for i in 0..20 {
+        let body = json!({"task_id": format!("task-{i}"),
+            "task": {"description": "Fix the off-by-one error in the pagination helper"}});
+        let (status, first) = s.a("POST", "/v1/budgets", Some(&body)).await;
+        assert_eq!(status, 201, "{first}");
+        let (_, again) = s.a("POST", "/v1/budgets", Some(&body)).await;
+        assert_eq!(first["allocated_tokens"], again["allocated_tokens"]);
+        sides.insert(first["allocated_tokens"].as_u64().unwrap());
+    }
+    assert_eq!(
+        sides,
+        [880, 2_000].into(),
+        "some tasks in the rollout, some outside"
+    );
+    let (status, bad) = s
+        .a(
+            "PUT",
+            "/v1/config/budgets",
+            Some(&json!({"adaptive": {"percent": 101}})),
+        )
+        .await;
+    assert_eq!(
+        (status, bad["field"].as_str()),
+        (400, Some("adaptive.percent"))
+    );
     s.stop().await;
 }

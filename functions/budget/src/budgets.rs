@@ -85,7 +85,8 @@ impl Contended for CompleteError {
 }
 
 /// Opens a budget: the tier from the task's features (or the override), the allocation from
-/// the tier's base or, when adaptive allocation is on, from the tier's learned history.
+/// the tier's base or, when adaptive allocation is on for this task (the flag, and the task
+/// inside its rollout share), from the tier's learned history.
 pub(crate) async fn open(
     repo: &BudgetRepo,
     tenant: &TenantId,
@@ -94,7 +95,7 @@ pub(crate) async fn open(
     let config = repo.config(tenant).await?;
     let assessment = assess(&new.task, new.complexity);
     let tier = config.tier(assessment.complexity);
-    let base = if config.adaptive.enabled {
+    let base = if config.adaptive_for(tenant.as_str(), &new.task_id) {
         let (history, _) = repo.usage(tenant, assessment.complexity).await?;
         history.allocation(
             tier.base_tokens,

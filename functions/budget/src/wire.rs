@@ -316,6 +316,8 @@ pub(crate) struct TriggersBody {
 #[serde(deny_unknown_fields)]
 pub(crate) struct AdaptiveBody {
     enabled: Option<bool>,
+    /// Share (0–100) of the tenant's tasks that get adaptive allocation (default 100).
+    percent: Option<f64>,
     quantile: Option<f64>,
     headroom: Option<f64>,
     min_samples: Option<usize>,
@@ -372,6 +374,7 @@ impl BudgetConfigBody {
         if let Some(a) = self.adaptive {
             let d = &mut c.adaptive;
             d.enabled = a.enabled.unwrap_or(d.enabled);
+            d.percent = a.percent.unwrap_or(d.percent);
             d.quantile = a.quantile.unwrap_or(d.quantile);
             d.headroom = a.headroom.unwrap_or(d.headroom);
             d.min_samples = a.min_samples.unwrap_or(d.min_samples);
@@ -396,6 +399,7 @@ impl BudgetConfigBody {
         };
         let AdaptiveConfig {
             enabled,
+            percent,
             quantile,
             headroom,
             min_samples,
@@ -419,6 +423,7 @@ impl BudgetConfigBody {
             max_loops: Some(c.max_loops),
             adaptive: Some(AdaptiveBody {
                 enabled: Some(enabled),
+                percent: Some(percent),
                 quantile: Some(quantile),
                 headroom: Some(headroom),
                 min_samples: Some(min_samples),

@@ -53,6 +53,10 @@ pub struct TriggerConfig {
 pub struct AdaptiveConfig {
     /// Feature flag; off by default.
     pub enabled: bool,
+    /// Share (0–100) of the tenant's tasks, by `task_id`, that get it once enabled: a gradual
+    /// rollout on the buckets of model canaries, sticky as the share grows.
+    #[serde(default = "all_tasks")]
+    pub percent: f64,
     /// The quantile of successful consumption to allocate, in (0, 1].
     pub quantile: f64,
     /// Extra room on top of the quantile, as a fraction (0.1 = +10%).
@@ -136,6 +140,7 @@ impl Default for AdaptiveConfig {
     fn default() -> Self {
         Self {
             enabled: false,
+            percent: all_tasks(),
             quantile: 0.9,
             headroom: 0.1,
             min_samples: 20,
@@ -144,6 +149,25 @@ impl Default for AdaptiveConfig {
         }
     }
 }
+
+fn all_tasks() -> f64 {
+    100.0
+}
+
+impl BudgetConfig {
+    /// Whether the task `task_id` of `tenant` gets adaptive allocation: the flag is on and the
+    /// task's bucket is inside `adaptive.percent`.
+    pub fn adaptive_for(&self, tenant: &str, task_id: &str) -> bool {
+        self.adaptive.enabled
+            && crate::training::rolled_out(
+                self.adaptive.percent,
+                crate::training::bucket(tenant, ADAPTIVE_FLAG, task_id),
+            )
+    }
+}
+
+/// The flag's name in its buckets' hash (a model canary hashes the agent id there).
+const ADAPTIVE_FLAG: &str = "#flag#budgets.adaptive";
 
 /// A configuration value out of range; `field` is the dotted path of the culprit.
 pub type ConfigError = crate::FieldError;
@@ -254,6 +278,11 @@ impl BudgetConfig {
         )?;
         let a = &self.adaptive;
         check(
+            a.percent.is_finite() && (0.0..=100.0).contains(&a.percent),
+            "adaptive.percent",
+            "must be between 0 and 100",
+        )?;
+        check(
             a.quantile > 0.0 && a.quantile <= 1.0,
             "adaptive.quantile",
             "must be in (0, 1]",
@@ -284,6 +313,32 @@ impl BudgetConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adaptive_allocation_rolls_out_to_a_sticky_share_of_tasks() {
+        let mut c = BudgetConfig::default();
+        let tasks: Vec<String> = (0..2_000).map(|i| format!("task-{i}")).collect();
+        let taken = |c: &BudgetConfig| -> Vec<bool> {
+            tasks.iter().map(|t| c.adaptive_for("acme", t)).collect()
+        };
+        c.adaptive.percent = 30.0;
+        assert!(taken(&c).iter().all(|t| !t), "off while the flag is off");
+        c.adaptive.enabled = true;
+        let at_30 = taken(&c);
+        let share = at_30.iter().filter(|t| **t).count() as f64 / tasks.len() as f64;
+        assert!((share - 0.3).abs() < 0.04, "{share}");
+        c.adaptive.percent = 60.0;
+        let at_60 = taken(&c);
+        assert!(
+            at_30
+                .iter()
+                .zip(&at_60)
+                .all(|(before, after)| !before || *after),
+            "a task in the rollout stays in as it grows"
+        );
+        c.adaptive.percent = 100.0;
+        assert!(taken(&c).iter().all(|t| *t));
+    }
 
     #[test]
     fn defaults_are_the_source_design_and_valid() {
@@ -324,5 +379,8 @@ mod tests {
         let mut c = BudgetConfig::default();
         c.adaptive.min_samples = 0;
         assert_eq!(c.validate().unwrap_err().field, "adaptive.min_samples");
+        let mut c = BudgetConfig::default();
+        c.adaptive.percent = 100.5;
+        assert_eq!(c.validate().unwrap_err().field, "adaptive.percent");
     }
 }

@@ -49,14 +49,19 @@ impl Canary {
 
     /// The arm that serves a key in `bucket` (from [`bucket`]).
     pub fn arm(&self, bucket: u32) -> Arm {
-        // Two decimals: 12.5% serves buckets 0..1250.
-        let threshold = (self.percent * 100.0).round() as u32;
-        if bucket < threshold {
+        if rolled_out(self.percent, bucket) {
             Arm::Candidate
         } else {
             Arm::Deployed
         }
     }
+}
+
+/// Whether `bucket` is inside a rollout to `percent` (0–100) of the buckets: the rule of model
+/// canaries and of the service's own per-tenant feature flags (adaptive budgets).
+pub fn rolled_out(percent: f64, bucket: u32) -> bool {
+    // Two decimals: 12.5% takes buckets 0..1250.
+    bucket < (percent * 100.0).round() as u32
 }
 
 /// The bucket (0..10 000) of `key` for `agent` of `tenant`.

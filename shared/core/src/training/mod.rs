@@ -7,7 +7,7 @@ mod cost;
 mod gate;
 mod run;
 
-pub use canary::{Arm, Canary, bucket};
+pub use canary::{Arm, Canary, bucket, rolled_out};
 pub use cost::{cost_estimate, hourly_price};
 pub use gate::{ArmStats, Check, Evaluation, GateConfig, GateDecision, GateInputs, evaluate_gate};
 pub use run::{RunStatus, TransitionError, run_id};
