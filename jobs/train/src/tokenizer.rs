@@ -27,7 +27,7 @@ pub struct Tok {
 /// A model's Jinja chat template with the special tokens it may name.
 #[derive(Debug, Clone)]
 struct ChatTemplate {
-    source: String,
+    env: minijinja::Environment<'static>,
     bos_token: String,
     eos_token: String,
 }
@@ -62,12 +62,14 @@ impl Tok {
         } else if let Some(id) = token("eos_token").and_then(|t| tok.inner.token_to_id(&t)) {
             tok.eos = vec![id];
         }
-        tok.template = chat_template(&config).map(|source| ChatTemplate {
-            source,
-            bos_token: token("bos_token").unwrap_or_default(),
-            eos_token: token("eos_token").unwrap_or_default(),
-        });
-        if tok.template.is_some() {
+        if let Some(source) = chat_template(&config) {
+            let compiled = ChatTemplate::compile(
+                source,
+                token("bos_token").unwrap_or_default(),
+                token("eos_token").unwrap_or_default(),
+            )
+            .map_err(|e| TrainError::file(&config_path, format!("chat_template: {e}")))?;
+            tok.template = Some(compiled);
             // A template that cannot render a plain conversation is the model's fault: say so
             // now, naming the file, rather than dropping every row later.
             tok.chat(
@@ -196,7 +198,10 @@ impl Tok {
         let head = template.render(prompt, true)?;
         let whole = template.render(&[prompt, completion].concat(), false)?;
         match whole.strip_prefix(head.as_str()) {
-            Some(body) => Ok((head.clone(), body.to_owned())),
+            Some(body) => {
+                let body = body.to_owned();
+                Ok((head, body))
+            }
             None => Err("the rendered conversation does not start with its rendered prompt".into()),
         }
     }
@@ -240,11 +245,13 @@ fn chat_template(config: &Value) -> Option<String> {
 }
 
 impl ChatTemplate {
-    fn render(
-        &self,
-        messages: &[Message],
-        add_generation_prompt: bool,
-    ) -> std::result::Result<String, String> {
+    /// `source` compiled once (a dataset renders it twice per text-only turn), with the
+    /// environment transformers gives it.
+    fn compile(
+        source: String,
+        bos_token: String,
+        eos_token: String,
+    ) -> std::result::Result<Self, String> {
         let mut env = minijinja::Environment::new();
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
@@ -258,22 +265,40 @@ impl ChatTemplate {
                 ))
             },
         );
+        env.add_template_owned(CHAT, source)
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            env,
+            bos_token,
+            eos_token,
+        })
+    }
+
+    fn render(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> std::result::Result<String, String> {
         let messages: Vec<Value> = messages
             .iter()
             .map(|(role, content)| json!({"role": role, "content": content}))
             .collect();
-        env.render_str(
-            &self.source,
-            minijinja::context! {
-                messages => messages,
-                add_generation_prompt => add_generation_prompt,
-                bos_token => self.bos_token,
-                eos_token => self.eos_token,
-            },
-        )
-        .map_err(|e| e.to_string())
+        self.env
+            .get_template(CHAT)
+            .and_then(|t| {
+                t.render(minijinja::context! {
+                    messages => messages,
+                    add_generation_prompt => add_generation_prompt,
+                    bos_token => self.bos_token,
+                    eos_token => self.eos_token,
+                })
+            })
+            .map_err(|e| e.to_string())
     }
 }
+
+/// The chat template's name in its environment.
+const CHAT: &str = "chat_template";
 
 #[cfg(test)]
 mod tests {

@@ -174,13 +174,18 @@ fn a_template_that_fails_is_an_error_naming_the_file() {
     let err = tok.chat(&robot, &[]).unwrap_err();
     assert!(err.contains("Unknown role: robot"), "{err}");
 
-    model_dir(
-        model.path(),
-        &json!({"chat_template": "{{ raise_exception('this model takes no chat') }}"}),
-    );
-    let err = Tok::load(model.path(), &[]).unwrap_err().to_string();
-    assert!(
-        err.contains("tokenizer_config.json") && err.contains("this model takes no chat"),
-        "{err}"
-    );
+    for (template, reason) in [
+        (
+            "{{ raise_exception('this model takes no chat') }}",
+            "this model takes no chat",
+        ),
+        ("{% for m in messages %}{{ m.content }}", "syntax error"),
+    ] {
+        model_dir(model.path(), &json!({ "chat_template": template }));
+        let err = Tok::load(model.path(), &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("tokenizer_config.json") && err.contains(reason),
+            "{err}"
+        );
+    }
 }
