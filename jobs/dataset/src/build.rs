@@ -103,11 +103,33 @@ pub struct Manifest {
 ///
 /// # Errors
 /// A failing store.
-pub async fn turn_tables(
+pub(crate) async fn turn_tables(
     objects: &dyn Objects,
 ) -> anyhow::Result<BTreeMap<String, Vec<ObjectMeta>>> {
+    tables_under(objects, TABLE_PREFIX).await
+}
+
+/// One tenant partition's turn-table objects, in path order (listing only its prefix).
+///
+/// # Errors
+/// A failing store.
+pub(crate) async fn turn_table(
+    objects: &dyn Objects,
+    tenant: &str,
+) -> anyhow::Result<Vec<ObjectMeta>> {
+    let prefix = format!("{TABLE_PREFIX}tenant={tenant}/");
+    Ok(tables_under(objects, &prefix)
+        .await?
+        .remove(tenant)
+        .unwrap_or_default())
+}
+
+async fn tables_under(
+    objects: &dyn Objects,
+    prefix: &str,
+) -> anyhow::Result<BTreeMap<String, Vec<ObjectMeta>>> {
     let mut tenants: BTreeMap<String, Vec<ObjectMeta>> = BTreeMap::new();
-    for meta in objects.list(TABLE_PREFIX).await? {
+    for meta in objects.list(prefix).await? {
         let tenant = meta
             .path
             .strip_prefix(TABLE_PREFIX)

@@ -6,10 +6,14 @@
 use std::sync::Arc;
 
 use agentrl_core::dataset::{Request, Rules, Selection};
-use agentrl_store::{aws::AwsSettings, ports::Objects, ports::Queue, required_env};
+use agentrl_store::{
+    aws::AwsSettings,
+    ports::{ObjectMeta, Objects, Queue},
+    required_env,
+};
 use serde::Serialize;
 
-use crate::build::{Announce, Manifest, build_tenant, turn_tables};
+use crate::build::{Announce, Manifest, build_tenant, turn_table, turn_tables};
 
 /// The largest turn table (bytes of Parquet) built inside the Lambda by default: measured in
 /// docs/training-pipeline.md ("Dataset job limits") with a safety factor of two.
@@ -217,8 +221,11 @@ impl Datasets {
     /// Invalid rules, an unreadable object, a failing store or Batch.
     pub async fn scheduled(&self, now_ms: i64) -> anyhow::Result<Vec<Outcome>> {
         let mut outcomes = Vec::new();
-        for tenant in turn_tables(self.objects.as_ref()).await?.into_keys() {
-            outcomes.push(self.tenant(&tenant, &Selection::Rules, now_ms).await?);
+        for (tenant, metas) in turn_tables(self.objects.as_ref()).await? {
+            outcomes.push(
+                self.place(&tenant, metas, &Selection::Rules, now_ms)
+                    .await?,
+            );
         }
         Ok(outcomes)
     }
@@ -233,10 +240,19 @@ impl Datasets {
         selection: &Selection,
         now_ms: i64,
     ) -> anyhow::Result<Outcome> {
-        let metas = turn_tables(self.objects.as_ref())
-            .await?
-            .remove(tenant)
-            .unwrap_or_default();
+        let metas = turn_table(self.objects.as_ref(), tenant).await?;
+        self.place(tenant, metas, selection, now_ms).await
+    }
+
+    /// Builds `tenant` from its objects `metas` here, or hands it to Batch when they are past
+    /// the Lambda's limit.
+    async fn place(
+        &self,
+        tenant: &str,
+        metas: Vec<ObjectMeta>,
+        selection: &Selection,
+        now_ms: i64,
+    ) -> anyhow::Result<Outcome> {
         let table_bytes: u64 = metas.iter().map(|m| m.size).sum();
         if let Some(batch) = &self.batch
             && table_bytes > batch.max_bytes
@@ -264,10 +280,8 @@ impl Datasets {
         selection: &Selection,
         now_ms: i64,
     ) -> anyhow::Result<Outcome> {
-        let paths: Vec<String> = turn_tables(self.objects.as_ref())
+        let paths: Vec<String> = turn_table(self.objects.as_ref(), tenant)
             .await?
-            .remove(tenant)
-            .unwrap_or_default()
             .into_iter()
             .map(|m| m.path)
             .collect();

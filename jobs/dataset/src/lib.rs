@@ -27,6 +27,6 @@ mod requests;
 mod spill;
 mod upload;
 
-pub use build::{DATASETS_PREFIX, Manifest, build, turn_tables};
+pub use build::{DATASETS_PREFIX, Manifest, build};
 pub use dispatch::{BatchDatasets, BatchJob, DEFAULT_LAMBDA_MAX_BYTES, Datasets, Outcome};
 pub use requests::{DatasetRequests, REQUESTED};
