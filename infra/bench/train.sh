@@ -2,7 +2,7 @@
 # Trainer benchmarks and the transformers/PEFT interop check, against PyTorch in the same run.
 #
 #   infra/bench/train.sh            # speed (ours vs PyTorch), then interop
-#   infra/bench/train.sh credit     # turn vs broadcast credit on the chain task, 3 seeds
+#   infra/bench/train.sh credit     # turn vs broadcast credit on the 6-hop chain task, 3 seeds
 #
 # Installs PyTorch + transformers + PEFT into the bench venv (infra/bench/torch-env.sh).
 set -euo pipefail
@@ -15,16 +15,22 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 if [[ "${1:-speed}" == "credit" ]]; then
-  printf 'seed\tcredit\tsteps_to_0.9\tsuccess_before\tsuccess_after\twall_s\n'
-  for seed in 0 1 2; do
-    for credit in broadcast turn; do
-      "$agentrl" train demo --task chain --credit "$credit" --seed "$seed" --minutes 15 --target 0.9 \
-        --out "$work/$credit-$seed" >/dev/null 2>"$work/log"
-      python3 - "$work/$credit-$seed/run.json" "$seed" "$credit" <<'PY'
+  # Six chained lookups; with dynamic sampling (the default) and without it (every step then
+  # trains on the same 16 × 8 rollouts whatever the credit).
+  printf 'dynamic_sampling\tseed\tcredit\tsteps_to_0.9\trollouts_to_0.9\tsuccess_before\tsuccess_after\twall_s\n'
+  for dynamic in true false; do
+    for seed in 0 1 2; do
+      for credit in broadcast turn; do
+        run="$work/$dynamic-$credit-$seed"
+        "$agentrl" train demo --task chain --hops 6 --dynamic-sampling "$dynamic" --credit "$credit" \
+          --seed "$seed" --minutes 15 --target 0.9 --out "$run" >/dev/null 2>"$work/log"
+        python3 - "$run/run.json" "$dynamic" "$seed" "$credit" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]}\t{sys.argv[3]}\t{r['steps_to_0_9']}\t{r['eval_success_before']:.3f}\t{r['eval_success_after']:.3f}\t{r['wall_time_s']:.0f}")
+print(f"{sys.argv[2]}\t{sys.argv[3]}\t{sys.argv[4]}\t{r['steps_to_0_9']}\t{r['rollouts_to_0_9']}\t"
+      f"{r['eval_success_before']:.3f}\t{r['eval_success_after']:.3f}\t{r['wall_time_s']:.0f}")
 PY
+      done
     done
   done
   exit 0

@@ -60,6 +60,12 @@ pub enum TrainCommand {
         /// The task.
         #[arg(long, value_enum, default_value = "calc")]
         task: DemoTask,
+        /// Lookups per chain of the chain task (≥ 4 makes it a long-horizon task).
+        #[arg(long, default_value_t = crate::demo::DEFAULT_HOPS)]
+        hops: usize,
+        /// DAPO dynamic sampling; `false` trains every step on the same number of rollouts.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        dynamic_sampling: bool,
         /// Held-out success that ends the GRPO phase early.
         #[arg(long, default_value_t = 0.95)]
         target: f64,
@@ -166,6 +172,8 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
             seed,
             out,
             task,
+            hops,
+            dynamic_sampling,
             target,
         } => {
             anyhow::ensure!(
@@ -177,8 +185,11 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 CreditArg::Turn => Credit::Turn,
             };
             anyhow::ensure!((0.0..=1.0).contains(&target), "--target must be in [0, 1]");
+            anyhow::ensure!((1..=16).contains(&hops), "--hops must be in 1..=16");
             let mut options = DemoOptions::new(task, credit, seed, minutes, out);
             options.target = target;
+            options.hops = hops;
+            options.dynamic_sampling = dynamic_sampling;
             let run = crate::demo::run(&options)?;
             println!("{}", serde_json::to_string_pretty(&run)?);
         }

@@ -37,26 +37,28 @@ use crate::trainer::{Identity, Trainer, hash_model_dir};
 pub enum DemoTask {
     /// Add two numbers with a calculator tool (2 turns).
     Calc,
-    /// Four chained lookups, then the answer (5 turns).
+    /// Chained lookups (`--hops`, default 4), then the answer.
     Chain,
 }
 
 const ALPHABET: &str = "0123456789+:=\nACLQR";
-const HOPS: usize = 4;
+/// Lookups of the chain task unless `--hops` says otherwise.
+pub const DEFAULT_HOPS: usize = 4;
 
 /// The task's instances: training and held-out keys.
 #[derive(Debug, Clone)]
 pub struct Demo {
     kind: DemoTask,
+    hops: usize,
     train: Vec<(u32, u32)>,
     eval: Vec<(u32, u32)>,
     table: Vec<u32>,
 }
 
 impl Demo {
-    /// Instances for `kind`, split deterministically by `seed`.
+    /// Instances for `kind`, split deterministically by `seed`; `hops` lookups per chain.
     #[must_use]
-    pub fn new(kind: DemoTask, seed: u64, eval: usize) -> Self {
+    pub fn new(kind: DemoTask, hops: usize, seed: u64, eval: usize) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xde_u64);
         let mut table: Vec<u32> = (10..100).collect();
         table.shuffle(&mut rng);
@@ -71,6 +73,7 @@ impl Demo {
         let eval_set = all.split_off(all.len() - held);
         Self {
             kind,
+            hops,
             train: all,
             eval: eval_set,
             table,
@@ -149,7 +152,7 @@ impl Demo {
                 let mut key = a;
                 let mut asked = a;
                 let mut turns = Vec::new();
-                for hop in 0..HOPS {
+                for hop in 0..self.hops {
                     // The weak agent's habit: look the previous key up again instead of the
                     // value it just read (after the first hop), 60% of the time.
                     if hop == 0 || rng.random::<f64>() >= 0.6 {
@@ -181,7 +184,7 @@ impl Task for Demo {
     fn max_turns(&self) -> usize {
         match self.kind {
             DemoTask::Calc => 3,
-            DemoTask::Chain => HOPS + 2,
+            DemoTask::Chain => self.hops + 2,
         }
     }
     fn stop(&self) -> Vec<String> {
@@ -252,7 +255,8 @@ impl Environment for ChainEnv {
     fn step(&mut self, turn: &str, _eos: bool) -> Step {
         let line = turn.trim_end_matches('\n');
         if let Some(answer) = line.strip_prefix("A:") {
-            let right = self.hop == HOPS && !self.doomed && number(answer) == Some(self.key);
+            let right =
+                self.hop == self.demo.hops && !self.doomed && number(answer) == Some(self.key);
             return Step::Done {
                 reward: f64::from(u8::from(right)),
                 success: right,
@@ -261,14 +265,18 @@ impl Environment for ChainEnv {
         }
         let asked = line.strip_prefix("L:").and_then(number);
         match asked.and_then(|k| Some((k, self.demo.lookup(k)?))) {
-            Some((k, value)) if self.hop < HOPS => {
+            Some((k, value)) if self.hop < self.demo.hops => {
                 let right = k == self.key && !self.doomed;
                 self.doomed |= !right;
                 self.hop += 1;
                 self.key = value;
                 Step::Continue {
                     observation: format!("={value}\n"),
-                    turn_reward: if right { 1.0 / HOPS as f64 } else { 0.0 },
+                    turn_reward: if right {
+                        1.0 / self.demo.hops as f64
+                    } else {
+                        0.0
+                    },
                 }
             }
             _ => Step::Done {
@@ -285,6 +293,8 @@ impl Environment for ChainEnv {
 pub struct DemoOptions {
     /// Which task.
     pub task: DemoTask,
+    /// Lookups per chain (chain task).
+    pub hops: usize,
     /// Turn-level or broadcast credit.
     pub credit: Credit,
     /// Seed of everything.
@@ -301,6 +311,9 @@ pub struct DemoOptions {
     pub max_steps: u64,
     /// SFT epochs over the demonstrations.
     pub sft_epochs: u32,
+    /// DAPO dynamic sampling (`grpo.dynamic_sampling`); off, every step trains on the same
+    /// number of rollouts whatever the credit.
+    pub dynamic_sampling: bool,
 }
 
 impl DemoOptions {
@@ -309,6 +322,7 @@ impl DemoOptions {
     pub fn new(task: DemoTask, credit: Credit, seed: u64, minutes: f64, out: PathBuf) -> Self {
         Self {
             task,
+            hops: DEFAULT_HOPS,
             credit,
             seed,
             minutes,
@@ -317,6 +331,7 @@ impl DemoOptions {
             target: 0.95,
             max_steps: 400,
             sft_epochs: 12,
+            dynamic_sampling: true,
         }
     }
 }
@@ -353,6 +368,7 @@ pub fn demo_config(o: &DemoOptions) -> TrainConfig {
     c.grpo.temperature = 1.0;
     c.grpo.max_new_tokens = 10;
     c.grpo.credit = o.credit;
+    c.grpo.dynamic_sampling = o.dynamic_sampling;
     c.eval.max_prompts = 200;
     c
 }
@@ -385,7 +401,7 @@ pub fn run(o: &DemoOptions) -> Result<Value> {
     let tok = write_base_model(&base, ALPHABET, o.seed)?;
     // Train what was written, through the same loader as `train run`.
     let model = Model::load(&base, DType::F32, &Device::Cpu)?;
-    let demo = Demo::new(o.task, o.seed, 200);
+    let demo = Demo::new(o.task, o.hops, o.seed, 200);
     let examples = demo.demonstrations(&tok, o.demonstrations, o.seed)?;
     let config = demo_config(o);
     let identity = Identity {
@@ -400,19 +416,21 @@ pub fn run(o: &DemoOptions) -> Result<Value> {
     trainer.deadline = Some(Instant::now() + Duration::from_secs_f64(o.minutes * 60.0));
     trainer.grpo_online(&demo, o.max_steps, Some(o.target))?;
     let (after, after_reward) = trainer.evaluate(&demo)?;
-    let steps_to_target = trainer
-        .metrics
-        .rows()
+    let rows = trainer.metrics.rows();
+    let reached = rows
         .iter()
-        .find(|m| m.eval_success.is_some_and(|s| s >= 0.9))
-        .map(|m| m.step);
+        .position(|m| m.phase == "grpo" && m.eval_success.is_some_and(|s| s >= 0.9));
+    let steps_to_target = reached.map(|i| rows[i].step);
+    let rollouts_to_target =
+        reached.map(|i| rows[..i].iter().filter_map(|m| m.rollouts).sum::<usize>());
     trainer.finish(json!({
-        "demo": {"task": o.task, "credit": o.credit, "seed": o.seed, "demonstrations": o.demonstrations},
+        "demo": {"task": o.task, "hops": o.hops, "credit": o.credit, "dynamic_sampling": o.dynamic_sampling, "seed": o.seed, "demonstrations": o.demonstrations},
         "eval_success_untrained": before_sft,
         "eval_success_before": before,
         "eval_reward_before": before_reward,
         "eval_success_after": after,
         "eval_reward_after": after_reward,
         "steps_to_0_9": steps_to_target,
+        "rollouts_to_0_9": rollouts_to_target,
     }))
 }

@@ -44,7 +44,10 @@ pub struct Metrics {
     /// Success rate of the step's rollouts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub success: Option<f64>,
-    /// Groups with reward variance / groups drawn (dynamic sampling).
+    /// Episodes sampled for the step, dynamic sampling's extra draws included (online).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollouts: Option<usize>,
+    /// Groups with signal under the configured credit / groups drawn (dynamic sampling).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub informative_fraction: Option<f64>,
     /// Groups dropped for zero variance.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::advantage::{Rollout, advantages};
+use crate::advantage::{Rollout, StdScaling, advantages};
 use crate::config::TrainConfig;
 use crate::data::{DataRollout, SftExample};
 use crate::error::{Result, TrainError};
@@ -325,6 +325,7 @@ impl Trainer {
             tokens_per_s: s.tokens as f64 / secs,
             elapsed_s: self.elapsed(),
             success: r.success,
+            rollouts: r.rollouts,
             informative_fraction: r.informative_fraction,
             zero_variance_groups: r.zero_variance_groups,
             importance_weight: (phase == "grpo").then_some(s.importance_weight),
@@ -467,9 +468,12 @@ impl Trainer {
                 let episodes = run_episodes(&frozen, &self.tok, envs, &sampling, &mut sample_rng)?;
                 for group in episodes.chunks(g.group_size) {
                     all.extend(group.iter().cloned());
-                    let differ = group
-                        .iter()
-                        .any(|e| (e.reward - group[0].reward).abs() > 1e-12);
+                    // Signal under the configured credit: with `turn`, a group whose episodes
+                    // all fail can still differ in the turns they got right.
+                    let differ =
+                        advantages(&rollouts(&[group]), g.credit, StdScaling::None, g.gamma)
+                            .zero_variance_groups
+                            == 0;
                     if differ || !g.dynamic_sampling {
                         kept.push(group.to_vec());
                     } else {
@@ -483,19 +487,7 @@ impl Trainer {
             let rewards: Vec<f64> = all.iter().map(|e| e.reward).collect();
             let (reward_mean, reward_std) = mean_std(&rewards);
             let success = all.iter().filter(|e| e.success).count() as f64 / all.len().max(1) as f64;
-            let rollouts: Vec<Rollout> = kept
-                .iter()
-                .enumerate()
-                .flat_map(|(gi, group)| {
-                    group.iter().map(move |e| Rollout {
-                        group: gi,
-                        reward: e.reward,
-                        turn_rewards: e.turn_rewards.clone(),
-                        precomputed: None,
-                    })
-                })
-                .collect();
-            let adv = advantages(&rollouts, g.credit, g.std_scaling, g.gamma);
+            let adv = advantages(&rollouts(&kept), g.credit, g.std_scaling, g.gamma);
             let episodes: Vec<&Episode> = kept.iter().flatten().collect();
             let mut seqs: Vec<TrainSeq> = Vec::new();
             for (i, e) in episodes.iter().enumerate() {
@@ -521,6 +513,7 @@ impl Trainer {
                 reward_mean,
                 reward_std,
                 success: Some(success),
+                rollouts: Some(all.len()),
                 informative_fraction: Some(
                     kept.len().saturating_sub(adv.zero_variance_groups) as f64
                         / drawn.max(1) as f64,
@@ -630,6 +623,7 @@ impl Trainer {
                 reward_mean,
                 reward_std,
                 success: None,
+                rollouts: None,
                 informative_fraction: Some(
                     (adv.groups - adv.zero_variance_groups) as f64 / adv.groups.max(1) as f64,
                 ),
@@ -774,6 +768,23 @@ struct RolloutStats {
     success: Option<f64>,
     informative_fraction: Option<f64>,
     zero_variance_groups: Option<usize>,
+    rollouts: Option<usize>,
+}
+
+/// Sampled groups as rollouts, group `i` of `groups` numbered `i`.
+fn rollouts<G: AsRef<[Episode]>>(groups: &[G]) -> Vec<Rollout> {
+    groups
+        .iter()
+        .enumerate()
+        .flat_map(|(gi, group)| {
+            group.as_ref().iter().map(move |e| Rollout {
+                group: gi,
+                reward: e.reward,
+                turn_rewards: e.turn_rewards.clone(),
+                precomputed: None,
+            })
+        })
+        .collect()
 }
 
 fn rollout_of(r: &DataRollout, group: usize) -> Rollout {
