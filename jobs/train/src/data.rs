@@ -2,7 +2,8 @@
 //! `sft.jsonl`) into training sequences, through the safe-training gate: rows that must not be
 //! trained on are dropped and counted, never silently used.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::path::Path;
 
 use agentrl_turns::{SCHEMA_VERSION, TurnRow, read_turns};
@@ -12,6 +13,7 @@ use serde_json::Value;
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError};
 use crate::tokenizer::Tok;
+use crate::turn_store::{TurnRef, TurnStore};
 
 /// Rewards outside this range are refused: the verifiers produce [0, 1], learning events
 /// [−1, 1].
@@ -48,6 +50,8 @@ pub struct GateCounts {
     pub off_policy_turns: usize,
     /// Model turns trained with the on-policy surrogate (no usable behaviour logprobs).
     pub on_policy_surrogate_turns: usize,
+    /// Rows dropped: they came after their trajectory's `turn_count` rows had been read.
+    pub late_turns: usize,
 }
 
 /// One model turn to train on.
@@ -63,7 +67,7 @@ pub struct TurnSeq {
     pub behaviour: Option<Vec<f32>>,
 }
 
-/// One trajectory that passed the gate.
+/// One trajectory that passed the gate; its turns are in the split's [`TurnStore`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct DataRollout {
     /// Its `group_id` (its own id when it has none).
@@ -73,10 +77,33 @@ pub struct DataRollout {
     /// `turn_reward` of each model turn (0 when null).
     pub turn_rewards: Vec<f64>,
     /// The model turns.
-    pub turns: Vec<TurnSeq>,
+    pub turns: Vec<TurnRef>,
     /// A turn violated a safety rule (kept in validation only, to measure how likely the
     /// policy is to produce such trajectories).
     pub safety_violation: bool,
+}
+
+/// The trajectories of a split that passed the gate, and the store of their turns.
+#[derive(Debug)]
+pub struct Rollouts {
+    /// The trajectories, in the order they completed in the file.
+    pub items: Vec<DataRollout>,
+    /// Their model turns.
+    pub store: TurnStore,
+}
+
+impl Rollouts {
+    /// The model turns of trajectory `i`.
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn turns(&self, i: usize) -> Result<Vec<TurnSeq>> {
+        self.items[i]
+            .turns
+            .iter()
+            .map(|&at| self.store.load(at))
+            .collect()
+    }
 }
 
 /// Which file of a dataset is read, and how the gate treats it.
@@ -140,7 +167,10 @@ fn parse_version(v: &str) -> Option<i64> {
     v.trim_start_matches(['v', 'V']).parse().ok()
 }
 
-/// Reads a split of the dataset through the gate.
+/// Reads a split of the dataset through the gate, streaming: a trajectory is gated as soon as
+/// its `turn_count` rows have been read (rows of one trajectory written together, as the
+/// dataset job does, keep only that trajectory in memory) and its token ids go to a
+/// [`TurnStore`] on disk.
 ///
 /// # Errors
 /// An unreadable file, or nothing left to train on.
@@ -150,60 +180,119 @@ pub fn read_rollouts(
     tok: &Tok,
     vocab: usize,
     config: &TrainConfig,
-) -> Result<(Vec<DataRollout>, GateCounts)> {
+) -> Result<(Rollouts, GateCounts)> {
     let path = dir.join(split.file());
-    if split == Split::Validation && !path.exists() {
-        return Ok((Vec::new(), GateCounts::default()));
-    }
-    let bytes = std::fs::read(&path).map_err(|e| TrainError::file(&path, e))?;
-    let mut by_trajectory: BTreeMap<String, Vec<TurnRow>> = BTreeMap::new();
-    for row in read_turns(bytes.into()).map_err(|e| TrainError::file(&path, e))? {
-        let row = row.map_err(|e| TrainError::file(&path, e))?;
-        by_trajectory
-            .entry(row.trajectory_id.clone())
-            .or_default()
-            .push(row);
-    }
-    let mut counts = GateCounts {
-        trajectories: by_trajectory.len(),
-        ..GateCounts::default()
+    let mut gated = Gating {
+        split,
+        tok,
+        vocab,
+        config,
+        names: config
+            .tokenizers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
+        counts: GateCounts::default(),
+        rollouts: Rollouts {
+            items: Vec::new(),
+            store: TurnStore::create()?,
+        },
     };
-    let names: HashMap<&str, &str> = config
-        .tokenizers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let mut out = Vec::new();
-    for (id, mut rows) in by_trajectory {
-        rows.sort_by_key(|r| r.turn_index);
-        let unsafe_kept = split == Split::Validation && rows.iter().any(|r| r.safety_violation);
-        match gate(&rows, !unsafe_kept, tok, vocab, config, &names, &mut counts) {
-            Ok(turns) => {
-                let first = &rows[0];
-                out.push(DataRollout {
-                    group: first.group_id.clone().unwrap_or(id),
-                    reward: first.episode_reward.unwrap_or(0.0),
-                    turn_rewards: rows
-                        .iter()
-                        .filter(|r| r.role == "assistant")
-                        .map(|r| r.turn_reward.unwrap_or(0.0))
-                        .collect(),
-                    turns,
-                    safety_violation: unsafe_kept,
-                });
-                counts.kept += 1;
-            }
-            Err(field) => *field.counter(&mut counts) += 1,
+    if split == Split::Validation && !path.exists() {
+        return Ok((gated.rollouts, gated.counts));
+    }
+    let file = File::open(&path).map_err(|e| TrainError::file(&path, e))?;
+    let mut open: HashMap<String, Vec<TurnRow>> = HashMap::new();
+    let mut closed: HashSet<String> = HashSet::new();
+    for row in read_turns(file).map_err(|e| TrainError::file(&path, e))? {
+        let row = row.map_err(|e| TrainError::file(&path, e))?;
+        if closed.contains(&row.trajectory_id) {
+            gated.counts.late_turns += 1;
+            continue;
+        }
+        let id = row.trajectory_id.clone();
+        let expected = usize::try_from(row.turn_count).unwrap_or(usize::MAX);
+        let rows = open.entry(id.clone()).or_default();
+        rows.push(row);
+        if rows.len() >= expected
+            && let Some(rows) = open.remove(&id)
+        {
+            gated.trajectory(&id, rows)?;
+            closed.insert(id);
         }
     }
-    if out.is_empty() && split == Split::Train {
+    // Trajectories with fewer rows than their `turn_count` says: gated on what there is.
+    let mut rest: Vec<(String, Vec<TurnRow>)> = open.into_iter().collect();
+    rest.sort_by(|a, b| a.0.cmp(&b.0));
+    for (id, rows) in rest {
+        gated.trajectory(&id, rows)?;
+    }
+    gated.rollouts.store.flush()?;
+    let Gating {
+        rollouts, counts, ..
+    } = gated;
+    if rollouts.items.is_empty() && split == Split::Train {
         return Err(TrainError::Data(format!(
             "{}: nothing left to train on after the safe-training gate: {}",
             path.display(),
             serde_json::to_string(&counts).unwrap_or_default()
         )));
     }
-    Ok((out, counts))
+    Ok((rollouts, counts))
+}
+
+/// The gate's state while a split streams by.
+struct Gating<'a> {
+    split: Split,
+    tok: &'a Tok,
+    vocab: usize,
+    config: &'a TrainConfig,
+    names: HashMap<&'a str, &'a str>,
+    counts: GateCounts,
+    rollouts: Rollouts,
+}
+
+impl Gating<'_> {
+    /// Gates one whole trajectory and stores it when it passes.
+    fn trajectory(&mut self, id: &str, mut rows: Vec<TurnRow>) -> Result<()> {
+        self.counts.trajectories += 1;
+        rows.sort_by_key(|r| r.turn_index);
+        let unsafe_kept =
+            self.split == Split::Validation && rows.iter().any(|r| r.safety_violation);
+        let passed = gate(
+            &rows,
+            !unsafe_kept,
+            self.tok,
+            self.vocab,
+            self.config,
+            &self.names,
+            &mut self.counts,
+        );
+        let turns = match passed {
+            Ok(turns) => turns,
+            Err(field) => {
+                *field.counter(&mut self.counts) += 1;
+                return Ok(());
+            }
+        };
+        let first = &rows[0];
+        self.rollouts.items.push(DataRollout {
+            group: first.group_id.clone().unwrap_or_else(|| id.to_owned()),
+            reward: first.episode_reward.unwrap_or(0.0),
+            turn_rewards: rows
+                .iter()
+                .filter(|r| r.role == "assistant")
+                .map(|r| r.turn_reward.unwrap_or(0.0))
+                .collect(),
+            turns: turns
+                .iter()
+                .map(|t| self.rollouts.store.append(t))
+                .collect::<Result<_>>()?,
+            safety_violation: unsafe_kept,
+        });
+        self.counts.kept += 1;
+        Ok(())
+    }
 }
 
 /// Why a trajectory was dropped.

@@ -15,7 +15,7 @@
 
 use serde::Serialize;
 
-use crate::data::DataRollout;
+use crate::data::{DataRollout, Rollouts};
 use crate::error::Result;
 use crate::model::Model;
 use crate::step::{TrainSeq, response_logprobs};
@@ -35,36 +35,52 @@ pub struct Evaluation {
     pub groups: u64,
 }
 
-/// Scores `model` on `rollouts` (the validation split), `budget` padded tokens per forward.
+/// Scores `model` on `rollouts` (the validation split), `budget` padded tokens per forward;
+/// turns are loaded from the store a few micro-batches at a time.
 ///
 /// # Errors
-/// Tensor failures.
+/// Tensor failures, I/O.
 pub fn evaluate(
     model: &Model,
-    rollouts: &[DataRollout],
+    rollouts: &Rollouts,
     validation_set: &str,
     budget: usize,
 ) -> Result<Option<Evaluation>> {
-    if rollouts.is_empty() {
+    if rollouts.items.is_empty() {
         return Ok(None);
     }
+    let mut loglik = vec![0.0f64; rollouts.items.len()];
     let mut seqs = Vec::new();
-    for (i, r) in rollouts.iter().enumerate() {
-        for t in &r.turns {
+    let mut tokens = 0;
+    for i in 0..rollouts.items.len() {
+        for t in rollouts.turns(i)? {
             let n = t.ids.len() - t.start;
+            tokens += t.ids.len();
             seqs.push(TrainSeq {
-                ids: t.ids.clone(),
+                ids: t.ids,
                 start: t.start,
-                mask: t.mask.clone(),
+                mask: t.mask,
                 advantages: vec![0.0; n],
                 behaviour: None,
                 rollout: i,
                 weight: 0.0,
             });
         }
+        if tokens >= CHUNK_MICRO_BATCHES * budget || i + 1 == rollouts.items.len() {
+            add_loglik(model, &seqs, budget, &mut loglik)?;
+            seqs.clear();
+            tokens = 0;
+        }
     }
-    let logprobs = response_logprobs(model, &seqs, budget)?;
-    let mut loglik = vec![0.0f64; rollouts.len()];
+    Ok(Some(score(&rollouts.items, &loglik, validation_set)))
+}
+
+/// Micro-batches of turns loaded at once while scoring.
+const CHUNK_MICRO_BATCHES: usize = 8;
+
+/// Adds each sequence's log-likelihood (over its loss tokens) to its rollout's.
+fn add_loglik(model: &Model, seqs: &[TrainSeq], budget: usize, loglik: &mut [f64]) -> Result<()> {
+    let logprobs = response_logprobs(model, seqs, budget)?;
     for (seq, lp) in seqs.iter().zip(&logprobs) {
         loglik[seq.rollout] += seq
             .mask
@@ -74,7 +90,7 @@ pub fn evaluate(
             .map(|(_, &l)| f64::from(l))
             .sum::<f64>();
     }
-    Ok(Some(score(rollouts, &loglik, validation_set)))
+    Ok(())
 }
 
 /// The scores from each rollout's sequence log-likelihood.

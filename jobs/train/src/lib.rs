@@ -20,5 +20,6 @@ pub mod step;
 pub mod task;
 pub mod tokenizer;
 pub mod trainer;
+pub mod turn_store;
 
 pub use error::TrainError;

@@ -127,7 +127,7 @@ pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
 fn base_scores(
     o: &RunOptions,
     model: &Model,
-    validation: &[crate::data::DataRollout],
+    validation: &crate::data::Rollouts,
     validation_set: &str,
     base_model_sha256: &str,
 ) -> Result<Option<Evaluation>> {

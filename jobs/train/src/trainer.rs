@@ -4,6 +4,7 @@
 //! Randomness is drawn per (phase, step) from the seed, and the prompt cursor is saved with
 //! each checkpoint, so a resumed run takes exactly the steps an uninterrupted one would.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -16,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::advantage::{Rollout, StdScaling, advantages};
 use crate::config::TrainConfig;
-use crate::data::{DataRollout, SftExample};
+use crate::data::{DataRollout, Rollouts, SftExample};
 use crate::error::{Result, TrainError};
 use crate::loss::{Clip, token_weights};
 use crate::model::Model;
@@ -559,15 +560,14 @@ impl Trainer {
     ///
     /// # Errors
     /// Nothing with signal to train on, tensor failures, I/O.
-    pub fn grpo_offline(&mut self, data: &[DataRollout], steps: u64) -> Result<Ended> {
+    pub fn grpo_offline(&mut self, rollouts: &Rollouts, steps: u64) -> Result<Ended> {
         let g = self.config.grpo.clone();
-        let mut names: Vec<&str> = data.iter().map(|r| r.group.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        let groups: Vec<Vec<usize>> = names
-            .iter()
-            .map(|n| (0..data.len()).filter(|&i| data[i].group == *n).collect())
-            .collect();
+        let data = &rollouts.items;
+        let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, r) in data.iter().enumerate() {
+            by_name.entry(r.group.as_str()).or_default().push(i);
+        }
+        let groups: Vec<Vec<usize>> = by_name.into_values().collect();
         let probe: Vec<Rollout> = groups
             .iter()
             .enumerate()
@@ -591,32 +591,32 @@ impl Trainer {
                 .iter()
                 .flat_map(|&gi| groups[gi].iter().copied())
                 .collect();
-            let rollouts: Vec<Rollout> = picked
+            let picked_rollouts: Vec<Rollout> = picked
                 .iter()
                 .enumerate()
                 .flat_map(|(k, &gi)| groups[gi].iter().map(move |&i| (k, i)))
                 .map(|(k, i)| rollout_of(&data[i], k))
                 .collect();
-            let adv = advantages(&rollouts, g.credit, g.std_scaling, g.gamma);
+            let adv = advantages(&picked_rollouts, g.credit, g.std_scaling, g.gamma);
             let mut seqs = Vec::new();
             for (r, &i) in members.iter().enumerate() {
                 if !adv.informative[r] {
                     continue;
                 }
-                for (t, turn) in data[i].turns.iter().enumerate() {
+                for (t, turn) in rollouts.turns(i)?.into_iter().enumerate() {
                     let a = adv.per_turn[r].get(t).copied().unwrap_or(0.0) as f32;
                     seqs.push(TrainSeq {
-                        ids: turn.ids.clone(),
-                        start: turn.start,
-                        mask: turn.mask.clone(),
                         advantages: vec![a; turn.mask.len()],
-                        behaviour: turn.behaviour.clone(),
+                        ids: turn.ids,
+                        start: turn.start,
+                        mask: turn.mask,
+                        behaviour: turn.behaviour,
                         rollout: r,
                         weight: 0.0,
                     });
                 }
             }
-            let rewards: Vec<f64> = rollouts.iter().map(|r| r.reward).collect();
+            let rewards: Vec<f64> = picked_rollouts.iter().map(|r| r.reward).collect();
             let (reward_mean, reward_std) = mean_std(&rewards);
             let (stats, lr) = self.grpo_update(&mut seqs, steps)?;
             let r = RolloutStats {

@@ -7,6 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use agentrl_train::config::TrainConfig;
+use agentrl_train::data::{Split, TurnSeq, read_rollouts};
 use agentrl_train::model::Model;
 use agentrl_train::run::{RunOptions, run_dataset, run_prompts};
 use agentrl_turns::{TurnRow, TurnWriter, WriterOptions};
@@ -282,6 +283,57 @@ fn write_dataset(dir: &Path, rows: &[TurnRow]) {
         json!({"schema_version": 1, "content_hash": "abc"}).to_string(),
     )
     .unwrap();
+}
+
+#[test]
+fn the_dataset_reader_streams_interleaved_trajectories_and_counts_late_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let sha = common::tok().sha256;
+    let mut t3 = [
+        row("t3", "g-2", 0, 0.2, &sha),
+        row("t3", "g-2", 1, 0.2, &sha),
+    ];
+    for r in &mut t3 {
+        r.turn_count = 3;
+    }
+    let rows = [
+        row("t0", "g-1", 0, 1.0, &sha),
+        row("t1", "g-1", 0, 0.0, &sha),
+        row("t0", "g-1", 1, 1.0, &sha),
+        row("t1", "g-1", 1, 0.0, &sha),
+        // A copy of t0's last turn after t0 was complete: dropped and counted.
+        row("t0", "g-1", 1, 1.0, &sha),
+        row("t2", "g-2", 1, 0.5, &sha),
+        row("t2", "g-2", 0, 0.5, &sha),
+        // t3 says it has 3 turns but has 2: gated at the end on what there is.
+        t3[0].clone(),
+        t3[1].clone(),
+    ];
+    let data = dir.path().join("dataset");
+    write_dataset(&data, &rows);
+    let mut config = small_config();
+    config.grpo.policy_version = Some(3);
+    let (read, counts) = read_rollouts(&data, Split::Train, &common::tok(), 32, &config).unwrap();
+    assert_eq!(
+        (counts.trajectories, counts.kept, counts.late_turns),
+        (4, 4, 1)
+    );
+    let rewards: Vec<f64> = read.items.iter().map(|r| r.reward).collect();
+    assert_eq!(rewards, [1.0, 0.0, 0.5, 0.2], "in the order each completed");
+    let groups: Vec<&str> = read.items.iter().map(|r| r.group.as_str()).collect();
+    assert_eq!(groups, ["g-1", "g-1", "g-2", "g-2"]);
+    for i in 0..4 {
+        assert_eq!(
+            read.turns(i).unwrap(),
+            [TurnSeq {
+                ids: vec![16, 13, 3, 11, 3, 14, 5, 14],
+                start: 6,
+                mask: vec![true, true],
+                behaviour: Some(vec![-1.5, -0.7]),
+            }],
+            "trajectory {i} read back from the turn store"
+        );
+    }
 }
 
 #[test]

@@ -73,7 +73,7 @@
 //! writer.write(&row)?;
 //! let file = writer.finish()?;
 //!
-//! let rows = read_turns(file.into())?.collect::<Result<Vec<_>, _>>()?;
+//! let rows = read_turns(bytes::Bytes::from(file))?.collect::<Result<Vec<_>, _>>()?;
 //! assert_eq!(rows, [row]);
 //! # Ok::<(), agentrl_turns::TurnsError>(())
 //! ```

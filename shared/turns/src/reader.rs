@@ -4,8 +4,8 @@ use arrow_array::types::{
     ArrowPrimitiveType, Float32Type, Float64Type, Int8Type, Int32Type, TimestampMillisecondType,
 };
 use arrow_array::{Array, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray};
-use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::file::reader::ChunkReader;
 
 use crate::schema::{SCHEMA_VERSION, SCHEMA_VERSION_KEY, check_columns};
 use crate::{TurnRow, TurnsError, schema};
@@ -20,7 +20,8 @@ pub struct TurnReader {
     rows: std::vec::IntoIter<TurnRow>,
 }
 
-/// Opens a turn table held in memory (a downloaded object, a file read whole).
+/// Opens a turn table: held in memory (`Bytes` of a downloaded object) or a `File`, which
+/// streams from disk one record batch at a time.
 ///
 /// # Errors
 ///
@@ -28,7 +29,7 @@ pub struct TurnReader {
 /// [`TurnsError::UnsupportedSchemaVersion`] for another version,
 /// [`TurnsError::ColumnCount`] / [`TurnsError::ColumnMismatch`] when the columns differ from
 /// that version's, [`TurnsError::Parquet`] when `data` is not Parquet at all.
-pub fn read_turns(data: Bytes) -> Result<TurnReader, TurnsError> {
+pub fn read_turns<T: ChunkReader + 'static>(data: T) -> Result<TurnReader, TurnsError> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(data)?;
     let version = builder
         .metadata()
@@ -242,6 +243,7 @@ mod tests {
 
     use arrow_array::{ArrayRef, Int32Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
+    use bytes::Bytes;
     use parquet::arrow::ArrowWriter;
     use parquet::file::metadata::KeyValue;
     use parquet::file::properties::WriterProperties;
