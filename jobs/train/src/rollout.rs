@@ -1,18 +1,20 @@
 //! Online rollouts: a seeded sampler that returns token ids with their log-probabilities, and
 //! multi-turn episodes against an environment (a tool, a checker) that answers each turn.
 //!
-//! Every active episode of a batch advances one token per forward pass; a turn ends at an
-//! end-of-sequence id, a stop string or the per-turn token limit, and the environment then
-//! either appends an observation (tokens with loss mask 0) or ends the episode with a reward.
+//! Every active episode of a batch advances one token per forward pass, which feeds each only
+//! the tokens it has not fed yet (a batched key/value cache, [`crate::model::kv_cache`]). A
+//! turn ends at an end-of-sequence id, a stop string or the per-turn token limit, and the
+//! environment then either appends an observation (tokens with loss mask 0) or ends the
+//! episode with a reward.
 //! The recorded log-probability is the policy's at temperature 1 (what `train logprobs`
 //! prints), whatever temperature sampled the token.
 
-use candle_core::Tensor;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
 use crate::model::Model;
+use crate::model::kv_cache::KvCache;
 use crate::tokenizer::Tok;
 
 /// What the environment says after a model turn.
@@ -124,17 +126,23 @@ pub fn run_episodes(
             })
         })
         .collect::<Result<_>>()?;
+    // Row r of the cache is episode rows[r]; finished episodes leave the batch.
+    let mut cache = KvCache::new(live.len());
+    let mut rows: Vec<usize> = (0..live.len()).collect();
     loop {
-        let active: Vec<usize> = (0..live.len()).filter(|&i| !live[i].done).collect();
-        if active.is_empty() {
+        let keep: Vec<usize> = (0..rows.len()).filter(|&r| !live[rows[r]].done).collect();
+        if keep.is_empty() {
             break;
         }
-        let seqs: Vec<Vec<u32>> = active
+        cache.retain(&keep)?;
+        rows = keep.iter().map(|&r| rows[r]).collect();
+        let new: Vec<Vec<u32>> = rows
             .iter()
-            .map(|&i| [live[i].episode.prompt.as_slice(), &live[i].episode.response].concat())
+            .enumerate()
+            .map(|(r, &i)| unfed(&live[i].episode, cache.fed(r)))
             .collect();
-        let next = next_token_logits(model, &seqs)?;
-        for (k, &i) in active.iter().enumerate() {
+        let next = model.decode(&mut cache, &new)?.to_vec2::<f32>()?;
+        for (k, &i) in rows.iter().enumerate() {
             let (token, logprob) = sample(&next[k], sampling, rng);
             let l = &mut live[i];
             let turn = l.episode.turn_rewards.len();
@@ -146,7 +154,8 @@ pub fn run_episodes(
             let text = tok.decode(&l.episode.response[l.turn_start..])?;
             let stopped = eos || sampling.stop.iter().any(|s| text.ends_with(s.as_str()));
             let turn_len = l.episode.response.len() - l.turn_start;
-            let too_long = seqs[k].len() + 1 >= limit;
+            let len = l.episode.prompt.len() + l.episode.response.len();
+            let too_long = len >= limit;
             if !(stopped || turn_len >= sampling.max_new_tokens || too_long) {
                 continue;
             }
@@ -168,7 +177,7 @@ pub fn run_episodes(
                 } => {
                     l.episode.turn_rewards.push(turn_reward);
                     let obs = tok.encode(&observation)?;
-                    let over = seqs[k].len() + 1 + obs.len() >= limit;
+                    let over = len + obs.len() >= limit;
                     if over || l.episode.turn_rewards.len() >= sampling.max_turns || eos {
                         l.episode.truncated = true;
                         l.done = true;
@@ -188,22 +197,12 @@ pub fn run_episodes(
     Ok(live.into_iter().map(|l| l.episode).collect())
 }
 
-/// Logits (fp32) of the next token after each sequence.
-fn next_token_logits(model: &Model, seqs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
-    let width = seqs.iter().map(Vec::len).max().unwrap_or(1).max(1);
-    let mut flat = Vec::with_capacity(seqs.len() * width);
-    let mut rows = Vec::with_capacity(seqs.len());
-    for (i, s) in seqs.iter().enumerate() {
-        flat.extend_from_slice(s);
-        flat.extend(std::iter::repeat_n(0, width - s.len()));
-        rows.push((i * width + s.len() - 1) as u32);
+/// The tokens of `episode` after its first `fed`.
+fn unfed(episode: &Episode, fed: usize) -> Vec<u32> {
+    match fed.checked_sub(episode.prompt.len()) {
+        None => [&episode.prompt[fed..], episode.response.as_slice()].concat(),
+        Some(at) => episode.response[at..].to_vec(),
     }
-    let device = model.device();
-    let ids = Tensor::from_vec(flat, (seqs.len(), width), device)?;
-    let hidden = model.hidden(&ids, &mut None)?;
-    let rows = Tensor::from_vec(rows, seqs.len(), device)?;
-    let logits = model.logits_at(&hidden, &rows)?;
-    Ok(logits.to_dtype(candle_core::DType::F32)?.to_vec2::<f32>()?)
 }
 
 /// Draws a token; returns it with its log-probability under the untempered distribution.

@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod fused;
+pub mod kv_cache;
 pub mod lora;
 pub mod ops;
 mod weights;
@@ -223,13 +224,35 @@ impl Model {
         dropout: &mut Option<Dropout<'_>>,
     ) -> candle_core::Result<Tensor> {
         let c = &self.config;
+        let t = ids.dim(1)?;
+        let (heads, kv_heads, head_dim) = (c.num_attention_heads, c.num_kv_heads(), c.head_dim());
+        let (cos, sin) = ops::rope_tables(t, head_dim, c.rope_theta, self.compute, &self.device)?;
+        let mask = ops::causal_mask(t, self.compute, &self.device)?;
+        let scale = 1.0 / (head_dim as f64).sqrt();
+        self.decoder(ids, dropout, &mut |_, q, k, v| {
+            let q = fused::rope(&q, &cos, &sin)?;
+            let k = ops::repeat_kv(&fused::rope(&k, &cos, &sin)?, heads / kv_heads)?;
+            let v = ops::repeat_kv(&v, heads / kv_heads)?;
+            let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
+            fused::softmax(&scores)?.matmul(&v)
+        })
+    }
+
+    /// The decoder stack on token ids `[B, T]`, returning the final hidden states `[B·T,
+    /// hidden]`. `attend(layer, q, k, v)` (queries `[B, heads, T, d]`, keys and values `[B,
+    /// kv_heads, T, d]`, before RoPE) returns the attention output `[B, heads, T, d]`: the
+    /// whole causal batch when training, new tokens after cached ones when sampling.
+    fn decoder(
+        &self,
+        ids: &Tensor,
+        dropout: &mut Option<Dropout<'_>>,
+        attend: &mut dyn FnMut(usize, Tensor, Tensor, Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let c = &self.config;
         let (b, t) = ids.dims2()?;
         let (heads, kv_heads, head_dim) = (c.num_attention_heads, c.num_kv_heads(), c.head_dim());
         let embed = self.weight("model.embed_tokens.weight")?;
         let mut x = embed.index_select(&ids.flatten_all()?, 0)?;
-        let (cos, sin) = ops::rope_tables(t, head_dim, c.rope_theta, self.compute, &self.device)?;
-        let mask = ops::causal_mask(t, self.compute, &self.device)?;
-        let scale = 1.0 / (head_dim as f64).sqrt();
         for layer in 0..c.num_hidden_layers {
             let p = format!("model.layers.{layer}");
             let h = fused::rms_norm(
@@ -255,11 +278,7 @@ impl Model {
                 self.linear(&h, &format!("{attn}.v_proj"), c.qkv_bias(), dropout)?,
                 kv_heads,
             )?;
-            let q = fused::rope(&q, &cos, &sin)?;
-            let k = ops::repeat_kv(&fused::rope(&k, &cos, &sin)?, heads / kv_heads)?;
-            let v = ops::repeat_kv(&v, heads / kv_heads)?;
-            let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
-            let y = fused::softmax(&scores)?.matmul(&v)?;
+            let y = attend(layer, q, k, v)?;
             let y = y.transpose(1, 2)?.reshape((b * t, heads * head_dim))?;
             x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias(), dropout)?)?;
             let h = fused::rms_norm(
