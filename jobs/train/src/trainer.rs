@@ -96,6 +96,8 @@ pub struct Trainer {
     pub mirror: Option<crate::remote::Prefix>,
     /// When `metrics.jsonl` was last mirrored (progress between checkpoints).
     progress_mirrored: Instant,
+    /// The prompt order of the current epoch: (epoch, prompts, order).
+    epoch_order: Option<(u64, usize, Vec<usize>)>,
 }
 
 /// How a phase ended.
@@ -171,6 +173,7 @@ impl Trainer {
             deadline: None,
             mirror: None,
             progress_mirrored: Instant::now(),
+            epoch_order: None,
         })
     }
 
@@ -547,10 +550,19 @@ impl Trainer {
         Ok(Ended::Complete)
     }
 
+    /// The prompt at the cursor: a function of (seed, cursor) alone, so a resumed run draws
+    /// what an uninterrupted one would; each epoch's shuffle is computed once.
     fn next_prompt(&mut self, n: usize) -> usize {
         let epoch = self.state.cursor / n as u64;
-        let mut order: Vec<usize> = (0..n).collect();
-        order.shuffle(&mut rng(self.config.seed, Stream::PromptOrder, epoch));
+        let seed = self.config.seed;
+        if !matches!(&self.epoch_order, Some((e, len, _)) if *e == epoch && *len == n) {
+            self.epoch_order = None;
+        }
+        let (_, _, order) = self.epoch_order.get_or_insert_with(|| {
+            let mut order: Vec<usize> = (0..n).collect();
+            order.shuffle(&mut rng(seed, Stream::PromptOrder, epoch));
+            (epoch, n, order)
+        });
         let i = order[(self.state.cursor % n as u64) as usize];
         self.state.cursor += 1;
         i
