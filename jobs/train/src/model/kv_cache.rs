@@ -111,14 +111,22 @@ impl Model {
         for (i, tokens) in new.iter().enumerate() {
             ids.extend_from_slice(tokens);
             ids.extend(std::iter::repeat_n(0, n - tokens.len()));
-            positions.extend((0..n).map(|j| (cache.fed[i] + j) as u32));
+            positions.extend(cache.fed[i]..cache.fed[i] + n);
         }
         let ids = Tensor::from_vec(ids, (rows, n), device)?;
-        let longest = cache.fed.iter().max().copied().unwrap_or(0) + n;
-        let (cos, sin) = ops::rope_tables(longest, head_dim, c.rope_theta, self.compute, device)?;
-        let at = Tensor::from_vec(positions, rows * n, device)?;
-        let table = |t: &Tensor| t.index_select(&at, 0)?.reshape((rows, 1, n, head_dim));
-        let (cos, sin) = (table(&cos)?, table(&sin)?);
+        // Only the positions being fed: a table up to the longest row would redo every
+        // earlier position's trigonometry on each token.
+        let (cos, sin) = ops::rope_tables_at(
+            positions.into_iter(),
+            head_dim,
+            c.rope_theta,
+            self.compute,
+            device,
+        )?;
+        let (cos, sin) = (
+            cos.reshape((rows, 1, n, head_dim))?,
+            sin.reshape((rows, 1, n, head_dim))?,
+        );
 
         // A query sees its row's cached columns and the new tokens up to itself.
         let mut mask = Vec::with_capacity(rows * n * (width + n));

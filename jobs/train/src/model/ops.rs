@@ -50,10 +50,22 @@ pub fn rope_tables(
     dtype: DType,
     device: &Device,
 ) -> Result<(Tensor, Tensor)> {
+    rope_tables_at(0..len, head_dim, theta, dtype, device)
+}
+
+/// The rotary tables of `positions`, one `[head_dim]` row each, in their order.
+pub fn rope_tables_at(
+    positions: impl ExactSizeIterator<Item = usize>,
+    head_dim: usize,
+    theta: f64,
+    dtype: DType,
+    device: &Device,
+) -> Result<(Tensor, Tensor)> {
+    let len = positions.len();
     let half = head_dim / 2;
     let mut cos = Vec::with_capacity(len * head_dim);
     let mut sin = Vec::with_capacity(len * head_dim);
-    for pos in 0..len {
+    for pos in positions {
         for _ in 0..2 {
             for i in 0..half {
                 let inv_freq = 1.0 / theta.powf((2 * i) as f64 / head_dim as f64);
