@@ -120,10 +120,8 @@ pub async fn aws() -> Ports {
     let (settings, r) = aws_resources(TEST_MAX_RECEIVES).await;
     let sdk = settings.load().await;
     Ports {
-        table: Arc::new(DynamoTable::new(
-            aws_sdk_dynamodb::Client::new(&sdk),
-            &r.table,
-        )),
+        // How the functions connect: the client built on first use.
+        table: Arc::new(DynamoTable::connect(&settings, &r.table)),
         queue: Arc::new(SqsQueue::new(
             aws_sdk_sqs::Client::new(&sdk),
             &r.queue_url,

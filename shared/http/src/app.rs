@@ -1,7 +1,7 @@
 //! Composes function routers into one application: public routes, authenticated routes,
 //! problem+json fallbacks, a body limit and telemetry.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::{
     Json, Router,
@@ -73,11 +73,27 @@ async fn health() -> Json<Health> {
 /// This document.
 #[utoipa::path(get, path = "/openapi.json", tag = "meta", security(()),
     responses((status = 200, description = "The OpenAPI 3.1 document of every route")))]
-async fn openapi_json(State(doc): State<Arc<String>>) -> impl IntoResponse {
+async fn openapi_json(State(doc): State<Arc<Document>>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
-        doc.to_string(),
+        doc.json().to_owned(),
     )
+}
+
+/// The OpenAPI document, merged and serialised on its first request: a cold function would
+/// otherwise spend part of its start-up on a document most of its instances never serve.
+struct Document {
+    parts: Vec<OpenApi>,
+    json: OnceLock<String>,
+}
+
+impl Document {
+    fn json(&self) -> &str {
+        self.json.get_or_init(|| {
+            serde_json::to_string(&merged(self.parts.iter().cloned()))
+                .unwrap_or_else(|_| "{}".to_owned())
+        })
+    }
 }
 
 #[derive(utoipa::OpenApi)]
@@ -86,6 +102,10 @@ struct MetaApi;
 
 /// The merged OpenAPI document of `services`, with the bearer security scheme.
 pub fn openapi_document(services: &[Service]) -> OpenApi {
+    merged(services.iter().map(|s| s.openapi.clone()))
+}
+
+fn merged(parts: impl IntoIterator<Item = OpenApi>) -> OpenApi {
     use utoipa::OpenApi as _;
     let mut doc = OpenApiBuilder::new()
         .info(
@@ -100,8 +120,8 @@ pub fn openapi_document(services: &[Service]) -> OpenApi {
         )
         .build();
     doc.merge(MetaApi::openapi());
-    for s in services {
-        doc.merge(s.openapi.clone());
+    for part in parts {
+        doc.merge(part);
     }
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
@@ -154,12 +174,13 @@ fn document_idempotency_key(doc: &mut OpenApi) {
 
 /// The application: `/health` and `/openapi.json` open, every service route authenticated.
 pub fn app(services: Vec<Service>, options: AppOptions) -> Router {
-    let doc = Arc::new(
-        serde_json::to_string(&openapi_document(&services)).unwrap_or_else(|_| "{}".to_owned()),
-    );
-    let mut protected = services
-        .into_iter()
-        .fold(Router::new(), |r, s| r.merge(s.router));
+    let (routers, parts): (Vec<Router>, Vec<OpenApi>) =
+        services.into_iter().map(|s| (s.router, s.openapi)).unzip();
+    let doc = Arc::new(Document {
+        parts,
+        json: OnceLock::new(),
+    });
+    let mut protected = routers.into_iter().fold(Router::new(), Router::merge);
     if let Some(table) = options.idempotency {
         let state = Idempotency {
             table,

@@ -11,7 +11,7 @@ use agentrl_store::{
 use crate::{AppOptions, Auth, DEFAULT_BODY_LIMIT, Metrics, Service, app, telemetry};
 
 /// The whole `main` of a function whose routes need the table: logging, configuration from
-/// the environment (`AGENTRL_TABLE`, `AWS_REGION`), the DynamoDB adapter, JWT-claim tenancy,
+/// the environment (`AGENTRL_TABLE`, `AWS_REGION`), the DynamoDB adapter (its client built on the first request that needs it), JWT-claim tenancy,
 /// EMF metrics under the `service` dimension `name`, bodies up to `body_limit` bytes; returns
 /// when the runtime stops.
 ///
@@ -29,7 +29,7 @@ pub async fn run_table_service(
         endpoint: None,
         dummy_credentials: false,
     };
-    let table: Arc<dyn Table> = Arc::new(DynamoTable::connect(&settings, &table).await);
+    let table: Arc<dyn Table> = Arc::new(DynamoTable::connect(&settings, &table));
     let options = AppOptions {
         idempotency: Some(table.clone()),
         body_limit,

@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::{
         Update,
     },
 };
+use futures::future::{BoxFuture, FutureExt, Shared};
 
 use crate::{
     StoreError,
@@ -24,22 +25,36 @@ use crate::{
 /// The DynamoDB table.
 #[derive(Clone)]
 pub struct DynamoTable {
-    client: Client,
+    /// Resolved once and shared by every clone: the client, or the work of building it.
+    client: Shared<BoxFuture<'static, Client>>,
     name: String,
 }
 
 impl DynamoTable {
-    /// The table `name`, with a client configured by `settings`.
-    pub async fn connect(settings: &super::AwsSettings, name: &str) -> Self {
-        Self::new(Client::new(&settings.load().await), name)
+    /// The table `name`, with a client configured by `settings`, built on first use: the SDK
+    /// configuration and the TLS root certificates its HTTPS connector parses are most of a
+    /// function's start-up, and routes that never touch the table (`/health`, validation
+    /// errors) need neither.
+    pub fn connect(settings: &super::AwsSettings, name: &str) -> Self {
+        let settings = settings.clone();
+        Self {
+            client: async move { Client::new(&settings.load().await) }
+                .boxed()
+                .shared(),
+            name: name.to_owned(),
+        }
     }
 
     /// The table `name` reached through `client`.
     pub fn new(client: Client, name: &str) -> Self {
         Self {
-            client,
+            client: futures::future::ready(client).boxed().shared(),
             name: name.to_owned(),
         }
+    }
+
+    async fn client(&self) -> Client {
+        self.client.clone().await
     }
 }
 
@@ -166,7 +181,8 @@ where
 impl Table for DynamoTable {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         let out = self
-            .client
+            .client()
+            .await
             .get_item()
             .table_name(&self.name)
             .set_key(Some(key_map(key)))
@@ -198,7 +214,8 @@ impl Table for DynamoTable {
             let mut attempt = 0;
             loop {
                 let out = self
-                    .client
+                    .client()
+                    .await
                     .batch_get_item()
                     .request_items(&self.name, request)
                     .send()
@@ -234,7 +251,8 @@ impl Table for DynamoTable {
     async fn put(&self, put: Put) -> Result<u64, StoreError> {
         let (update, e) = put_expr(&put, now_s())?;
         let out = self
-            .client
+            .client()
+            .await
             .update_item()
             .table_name(&self.name)
             .set_key(Some(key_map(&put.key)))
@@ -259,7 +277,8 @@ impl Table for DynamoTable {
 
     async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
         let e = condition_expr(condition, now_s());
-        self.client
+        self.client()
+            .await
             .delete_item()
             .table_name(&self.name)
             .set_key(Some(key_map(key)))
@@ -298,7 +317,8 @@ impl Table for DynamoTable {
         // full or the partition is done, so pages have the same meaning on both adapters.
         loop {
             let out = self
-                .client
+                .client()
+                .await
                 .query()
                 .table_name(&self.name)
                 .key_condition_expression(&key_condition)
@@ -383,7 +403,8 @@ impl Table for DynamoTable {
             items.push(item.build());
         }
         let result = self
-            .client
+            .client()
+            .await
             .transact_write_items()
             .set_transact_items(Some(items))
             .send()
