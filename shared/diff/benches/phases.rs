@@ -2,47 +2,28 @@
 //! (`infra/bench/fetch-diff-pairs.py` makes one): parse, normalise, detector facts, tree
 //! edit distance.
 //!
-//! `cargo bench -p agentrl-diff --bench phases -- DIR`
+//! `cargo bench -p agentrl-diff --bench phases -- DIR...`
 
 use std::time::{Duration, Instant};
 
-use agentrl_diff::{Lang, detect, parse::parse, ted, tree::Tree};
+use agentrl_diff::{detect, parse::parse, ted, tree::Tree};
+
+mod common;
 
 fn main() {
-    let dir = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .expect("usage: phases DIR (a directory of pair subdirectories)");
+    let dirs = common::dirs_from_args();
+    assert!(
+        !dirs.is_empty(),
+        "usage: phases DIR... (directories of pair subdirectories)"
+    );
     let mut totals = [Duration::ZERO; 4];
     let mut rows = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let files: Vec<_> = std::fs::read_dir(entry.path())
-            .unwrap()
-            .flatten()
-            .map(|f| f.path())
-            .collect();
-        let find = |prefix: &str| {
-            files
-                .iter()
-                .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-                .cloned()
-        };
-        let (Some(before), Some(after)) = (find("before."), find("after.")) else {
-            continue;
-        };
-        let Some(lang) = Lang::from_path(&after.to_string_lossy()) else {
-            continue;
-        };
-        let (a, b) = (
-            std::fs::read_to_string(before).unwrap(),
-            std::fs::read_to_string(after).unwrap(),
-        );
+    for pair in dirs.iter().flat_map(|d| common::read_pairs(d)) {
+        let (lang, a, b) = (pair.lang, &pair.before, &pair.after);
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut phase = [Duration::ZERO; 4];
         let mut trees = Vec::new();
-        for source in [&a, &b] {
+        for source in [a, b] {
             let t = Instant::now();
             let syntax = parse(lang, source, deadline).unwrap();
             phase[0] += t.elapsed();
@@ -59,12 +40,7 @@ fn main() {
         for (total, p) in totals.iter_mut().zip(phase) {
             *total += p;
         }
-        rows.push((
-            entry.file_name().to_string_lossy().into_owned(),
-            phase,
-            trees[0].len() + trees[1].len(),
-            distance,
-        ));
+        rows.push((pair.name, phase, trees[0].len() + trees[1].len(), distance));
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     rows.sort_by_key(|row| std::cmp::Reverse(row.1.iter().sum::<Duration>()));

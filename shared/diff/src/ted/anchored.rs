@@ -7,6 +7,7 @@
 //! Every step maps roots to roots in order inside already matched parents, so the pieces
 //! compose into one valid mapping and the summed cost never undercuts the true distance.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use similar::{Algorithm, DiffOp, capture_diff_slices_deadline};
@@ -22,6 +23,15 @@ const DEADLINE_STRIDE: u32 = 64;
 /// exactly only when a lower bound shows the split was not optimal. Most edits are local, so the
 /// split usually finds the same cost far sooner.
 const DEFER: u64 = 64;
+
+/// How deep under a node a look-alike of the other side's node is searched for.
+const WRAPPER_DEPTH: u32 = 3;
+
+/// Gaps with at most this many root pairs choose which roots to map by similarity.
+const SIMILARITY_PAIRS: usize = 256;
+
+/// How many gaps ahead a deletion looks for the insertion it may pair with (a moved statement).
+const WINDOW_GAPS: usize = 8;
 
 /// One tree: labels in the shared id space, subtree sizes, and subtree hashes.
 #[derive(Debug)]
@@ -76,6 +86,14 @@ impl<'a> Side<'a> {
         out.reverse();
     }
 
+    /// The subtree of `node` as a one-tree forest.
+    fn tree(&self, node: usize) -> Span {
+        Span {
+            start: self.left(node) as u32,
+            end: node as u32 + 1,
+        }
+    }
+
     fn children(&self, node: usize) -> Span {
         Span {
             start: self.left(node) as u32,
@@ -102,6 +120,58 @@ impl<'a> Side<'a> {
         let (lx, ly) = (self.left(x), other.left(y));
         self.labels[lx..=x] == other.labels[ly..=y] && self.sizes[lx..=x] == other.sizes[ly..=y]
     }
+}
+
+/// The proper descendants of `node` down to `depth` levels below it.
+fn descendants(side: &Side<'_>, node: usize, depth: u32, out: &mut Vec<usize>) {
+    if depth == 0 {
+        return;
+    }
+    let mut children = Vec::new();
+    side.roots(side.children(node), &mut children);
+    for child in children {
+        out.push(child);
+        descendants(side, child, depth - 1, out);
+    }
+}
+
+/// How often each leaf label occurs under `node`.
+fn leaf_counts(side: &Side<'_>, node: usize) -> HashMap<u32, u32> {
+    let mut counts = HashMap::new();
+    for d in side.left(node)..=node {
+        if side.sizes[d] == 1 {
+            *counts.entry(side.labels[d]).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// How many leaf tokens two leaf multisets share.
+fn shared_leaves(a: &HashMap<u32, u32>, b: &HashMap<u32, u32>) -> u64 {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    small
+        .iter()
+        .map(|(label, &n)| u64::from(n.min(large.get(label).copied().unwrap_or(0))))
+        .sum()
+}
+
+/// The total size of the trees of `a` that reappear whole (same hash) among the trees of `b`,
+/// each tree of `b` used once.
+fn shared_mass(sa: &Side<'_>, a: &[usize], sb: &Side<'_>, b: &[usize]) -> u64 {
+    let mut available: HashMap<u64, u32> = HashMap::with_capacity(b.len());
+    for &y in b {
+        *available.entry(sb.hashes[y]).or_default() += 1;
+    }
+    a.iter()
+        .filter(|&&x| {
+            available.get_mut(&sa.hashes[x]).is_some_and(|n| {
+                let free = *n > 0;
+                *n = n.saturating_sub(1);
+                free
+            })
+        })
+        .map(|&x| u64::from(sa.sizes[x]))
+        .sum()
 }
 
 fn left(sizes: &[u32], node: usize) -> usize {
@@ -167,6 +237,7 @@ pub(super) struct Engine<'s, 'a> {
     roots_b: Vec<usize>,
     keys_a: Vec<u64>,
     keys_b: Vec<u64>,
+    gaps: Vec<[usize; 4]>,
     cost: u64,
     exact: bool,
 }
@@ -185,6 +256,7 @@ impl<'s, 'a> Engine<'s, 'a> {
             roots_b: Vec::new(),
             keys_a: Vec::new(),
             keys_b: Vec::new(),
+            gaps: Vec::new(),
             cost: 0,
             exact: false,
         }
@@ -257,6 +329,8 @@ impl<'s, 'a> Engine<'s, 'a> {
             hi_a -= 1;
             hi_b -= 1;
         }
+        let mut gaps = std::mem::take(&mut self.gaps);
+        gaps.clear();
         let (mut gap_a, mut gap_b) = (lo_a, lo_b);
         // One root or none per side leaves nothing to anchor: skip the sequence diff.
         if hi_a - lo_a > 1 || hi_b - lo_b > 1 {
@@ -283,21 +357,51 @@ impl<'s, 'a> Engine<'s, 'a> {
                         let (x, y) = (lo_a + old_index + t, lo_b + new_index + t);
                         // A hash collision is no anchor: the pair stays inside the gap.
                         if self.a.same_subtree(ra[x], self.b, rb[y]) {
-                            let gap =
-                                (self.a.span_of(&ra, gap_a, x), self.b.span_of(&rb, gap_b, y));
-                            self.push_gap(gap.0, gap.1);
+                            gaps.push([gap_a, x, gap_b, y]);
                             (gap_a, gap_b) = (x + 1, y + 1);
                         }
                     }
                 }
             }
         }
-        let gap = (
-            self.a.span_of(&ra, gap_a, hi_a),
-            self.b.span_of(&rb, gap_b, hi_b),
-        );
-        self.push_gap(gap.0, gap.1);
+        gaps.push([gap_a, hi_a, gap_b, hi_b]);
+        self.solve_gaps(&ra, &rb, &gaps);
+        self.gaps = gaps;
         (self.roots_a, self.roots_b) = (ra, rb);
+    }
+
+    /// Queues the gaps between anchors (root index ranges `[from_a, to_a, from_b, to_b]`). A
+    /// gap with one empty side is a deletion or an insertion; when a later gap has the other
+    /// side, the window from one to the other (anchors between included) is solved exactly if
+    /// it fits: that finds a moved or swapped statement relabelled instead of deleted and
+    /// re-inserted, and never costs more than the anchors, which are one mapping of the window.
+    fn solve_gaps(&mut self, ra: &[usize], rb: &[usize], gaps: &[[usize; 4]]) {
+        let mut j = 0;
+        while j < gaps.len() {
+            let [from_a, to_a, from_b, to_b] = gaps[j];
+            let (empty_a, empty_b) = (from_a == to_a, from_b == to_b);
+            if empty_a != empty_b {
+                let partner = (j + 1..gaps.len().min(j + 1 + WINDOW_GAPS)).find(|&l| {
+                    let [fa, ta, fb, tb] = gaps[l];
+                    if empty_b { fb < tb } else { fa < ta }
+                });
+                if let Some(l) = partner {
+                    let window = (
+                        self.a.span_of(ra, from_a, gaps[l][1]),
+                        self.b.span_of(rb, from_b, gaps[l][3]),
+                    );
+                    if self.try_exact(window.0, window.1, 1) == Exact::Solved {
+                        j = l + 1;
+                        continue;
+                    }
+                }
+            }
+            self.push_gap(
+                self.a.span_of(ra, from_a, to_a),
+                self.b.span_of(rb, from_b, to_b),
+            );
+            j += 1;
+        }
     }
 
     fn gap(&mut self, a: Span, b: Span) {
@@ -315,12 +419,96 @@ impl<'s, 'a> Engine<'s, 'a> {
         );
         self.a.roots(a, &mut ra);
         self.b.roots(b, &mut rb);
-        if ra.len() == rb.len() {
+        if let ([x], [y]) = (ra.as_slice(), rb.as_slice())
+            && let Some(cost) = self.nested(*x, *y)
+        {
+            self.cost += cost;
+        } else if let ([x], [y]) = (ra.as_slice(), rb.as_slice())
+            && let Some((outer, inner)) = self.wrapped(*x, *y)
+        {
+            self.cost += outer;
+            self.tasks.push(Task::Gap(inner.0, inner.1));
+        } else if rb.len() == 1 && ra.len() > 1 && self.adopts(self.b, rb[0], self.a, &ra) {
+            // `rb[0]` is new and holds the old roots: insert it, align them with its children.
+            self.cost += 1;
+            self.tasks.push(Task::Align(a, self.b.children(rb[0])));
+        } else if ra.len() == 1 && rb.len() > 1 && self.adopts(self.a, ra[0], self.b, &rb) {
+            self.cost += 1;
+            self.tasks.push(Task::Align(self.a.children(ra[0]), b));
+        } else if ra.len() == rb.len() {
             self.pair(&ra, &rb);
         } else {
             self.pair_by_label(&ra, &rb);
         }
         (self.roots_a, self.roots_b) = (ra, rb);
+    }
+
+    /// When one tree equals a subtree of the other, the cost of deleting everything else
+    /// around it (`|x| - |y|`). That is the exact distance: no mapping costs less than the
+    /// difference in size. Chains and wrappers take this path: a link dropped from a method
+    /// chain, a statement wrapped in a guard.
+    fn nested(&self, x: usize, y: usize) -> Option<u64> {
+        let (big, small, x_is_big) = match self.a.sizes[x].cmp(&self.b.sizes[y]) {
+            std::cmp::Ordering::Greater => (self.a, self.b, true),
+            std::cmp::Ordering::Less => (self.b, self.a, false),
+            std::cmp::Ordering::Equal => return None,
+        };
+        let (outer, inner) = if x_is_big { (x, y) } else { (y, x) };
+        (big.left(outer)..outer)
+            .any(|d| big.same_subtree(d, small, inner))
+            .then(|| u64::from(big.sizes[outer] - small.sizes[inner]))
+    }
+
+    /// When `x` and `y` differ in kind and one holds, a few levels down, a node of the other's
+    /// kind sharing at least half of its leaf tokens: a statement that gained or lost a
+    /// wrapper (`if`, a decorator, a block) while it changed. The wrapper's other nodes cost
+    /// one each and the pair of look-alikes is solved as its own gap.
+    fn wrapped(&self, x: usize, y: usize) -> Option<(u64, (Span, Span))> {
+        if self.a.labels[x] == self.b.labels[y] {
+            return None;
+        }
+        let inside = |outer: &Side<'_>, o: usize, inner: &Side<'_>, i: usize| {
+            let mut found = Vec::new();
+            descendants(outer, o, WRAPPER_DEPTH, &mut found);
+            let leaves = leaf_counts(inner, i);
+            let total: u32 = leaves.values().sum();
+            found
+                .into_iter()
+                .filter(|&d| outer.labels[d] == inner.labels[i])
+                .map(|d| (shared_leaves(&leaf_counts(outer, d), &leaves), d))
+                .filter(|&(shared, _)| 2 * shared >= u64::from(total))
+                .max()
+                .map(|(_, d)| d)
+        };
+        if let Some(d) = inside(self.b, y, self.a, x) {
+            let outer = u64::from(self.b.sizes[y] - self.b.sizes[d]);
+            return Some((outer, (self.a.tree(x), self.b.tree(d))));
+        }
+        inside(self.a, x, self.b, y).map(|d| {
+            let outer = u64::from(self.a.sizes[x] - self.a.sizes[d]);
+            (outer, (self.a.tree(d), self.b.tree(y)))
+        })
+    }
+
+    /// Whether the single root `y` (of side `ys`) is better inserted around `roots` (of side
+    /// `xs`) than mapped to one of them: more of `roots` reappear whole among `y`'s children
+    /// than among the children of any root `y` could be paired with (same label). Parsers do
+    /// this when a statement is wrapped, or when an error node swallows the rest of a file.
+    fn adopts(&self, ys: &Side<'_>, y: usize, xs: &Side<'_>, roots: &[usize]) -> bool {
+        let mut children = Vec::new();
+        ys.roots(ys.children(y), &mut children);
+        let adopted = shared_mass(xs, roots, ys, &children);
+        if adopted == 0 {
+            return false;
+        }
+        let mut inner = Vec::new();
+        roots
+            .iter()
+            .filter(|&&x| xs.labels[x] == ys.labels[y])
+            .all(|&x| {
+                xs.roots(xs.children(x), &mut inner);
+                shared_mass(xs, &inner, ys, &children) < adopted
+            })
     }
 
     fn settle(&mut self, a: Span, b: Span, before: u64) {
@@ -353,42 +541,100 @@ impl<'s, 'a> Engine<'s, 'a> {
         }
     }
 
-    /// Maps the longest in-order run of equal-labelled roots; the roots between two mapped
+    /// Maps equal-labelled roots in order — the most similar ones when the gap is small enough
+    /// to compare every pair, else the longest run by label; the roots between two mapped
     /// pairs form smaller gaps.
     fn pair_by_label(&mut self, ra: &[usize], rb: &[usize]) {
+        let pairs = if ra.len() * rb.len() <= SIMILARITY_PAIRS {
+            self.most_similar_pairs(ra, rb)
+        } else {
+            self.longest_label_run(ra, rb)
+        };
+        if pairs.is_empty() {
+            // No label in common: pair from the left, which never costs more than deleting
+            // and inserting whole subtrees.
+            let common = ra.len().min(rb.len());
+            self.pair(&ra[..common], &rb[..common]);
+            let rest = (
+                self.a.span_of(ra, common, ra.len()),
+                self.b.span_of(rb, common, rb.len()),
+            );
+            self.cost += rest.0.len() + rest.1.len();
+            return;
+        }
+        let (mut from_a, mut from_b) = (0, 0);
+        for (i, j) in pairs {
+            self.push_gap(self.a.span_of(ra, from_a, i), self.b.span_of(rb, from_b, j));
+            self.pair(&ra[i..=i], &rb[j..=j]);
+            (from_a, from_b) = (i + 1, j + 1);
+        }
+        self.push_gap(
+            self.a.span_of(ra, from_a, ra.len()),
+            self.b.span_of(rb, from_b, rb.len()),
+        );
+    }
+
+    /// Index pairs of equal-labelled roots in order, from a sequence diff of the labels.
+    fn longest_label_run(&mut self, ra: &[usize], rb: &[usize]) -> Vec<(usize, usize)> {
         self.keys_a.clear();
         self.keys_a
             .extend(ra.iter().map(|&r| u64::from(self.a.labels[r])));
         self.keys_b.clear();
         self.keys_b
             .extend(rb.iter().map(|&r| u64::from(self.b.labels[r])));
-        let ops = capture_diff_slices_deadline(
+        capture_diff_slices_deadline(
             Algorithm::Myers,
             &self.keys_a,
             &self.keys_b,
             self.deadline(),
-        );
-        for op in ops {
-            let (old, new) = (op.old_range(), op.new_range());
-            match op {
-                DiffOp::Equal { .. } => self.pair(&ra[old], &rb[new]),
-                _ if old.len() == ra.len() && new.len() == rb.len() => {
-                    // No label in common: pair from the left, which never costs more than
-                    // deleting and inserting whole subtrees.
-                    let common = old.len().min(new.len());
-                    self.pair(&ra[..common], &rb[..common]);
-                    let rest = (
-                        self.a.span_of(ra, common, ra.len()),
-                        self.b.span_of(rb, common, rb.len()),
-                    );
-                    self.cost += rest.0.len() + rest.1.len();
-                }
-                _ => self.push_gap(
-                    self.a.span_of(ra, old.start, old.end),
-                    self.b.span_of(rb, new.start, new.end),
-                ),
+        )
+        .into_iter()
+        .filter(|op| matches!(op, DiffOp::Equal { .. }))
+        .flat_map(|op| op.old_range().zip(op.new_range()))
+        .collect()
+    }
+
+    /// Index pairs of equal-labelled roots in order that share the most leaf tokens
+    /// (Needleman–Wunsch over every pair): of two `export` statements, the one holding the
+    /// same function, not the first one.
+    fn most_similar_pairs(&self, ra: &[usize], rb: &[usize]) -> Vec<(usize, usize)> {
+        let leaves_a: Vec<HashMap<u32, u32>> = ra.iter().map(|&x| leaf_counts(self.a, x)).collect();
+        let leaves_b: Vec<HashMap<u32, u32>> = rb.iter().map(|&y| leaf_counts(self.b, y)).collect();
+        let (k, m) = (ra.len(), rb.len());
+        let score = |i: usize, j: usize| -> Option<u64> {
+            let (x, y) = (ra[i], rb[j]);
+            (self.a.labels[x] == self.b.labels[y])
+                .then(|| 1 + shared_leaves(&leaves_a[i], &leaves_b[j]))
+        };
+        // best[i][j]: the best total over the first i roots of a and j of b.
+        let mut best = vec![0u64; (k + 1) * (m + 1)];
+        let mut scores = vec![None; k * m];
+        for i in 1..=k {
+            for j in 1..=m {
+                scores[(i - 1) * m + j - 1] = score(i - 1, j - 1);
+                let diagonal =
+                    scores[(i - 1) * m + j - 1].map_or(0, |s| best[(i - 1) * (m + 1) + j - 1] + s);
+                best[i * (m + 1) + j] = diagonal
+                    .max(best[(i - 1) * (m + 1) + j])
+                    .max(best[i * (m + 1) + j - 1]);
             }
         }
+        let mut pairs = Vec::new();
+        let (mut i, mut j) = (k, m);
+        while i > 0 && j > 0 {
+            let here = best[i * (m + 1) + j];
+            if here == best[(i - 1) * (m + 1) + j] {
+                i -= 1;
+            } else if here == best[i * (m + 1) + j - 1] {
+                j -= 1;
+            } else {
+                pairs.push((i - 1, j - 1));
+                i -= 1;
+                j -= 1;
+            }
+        }
+        pairs.reverse();
+        pairs
     }
 
     /// Runs Zhang–Shasha on the pair when it fits the region and the remaining total budget,

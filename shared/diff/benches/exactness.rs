@@ -1,0 +1,136 @@
+//! How close the reported tree edit distance is to the exact one, on directories of file
+//! pairs (`infra/bench/fetch-diff-pairs.py` for real releases, `make-edit-pairs.py` for
+//! agent-sized edits of real files). The exact distance comes from the same engine with a
+//! Zhang–Shasha budget large enough to solve the whole pair (up to `--oracle-cells`, default
+//! 6e9 table cells), which is exact by construction; pairs past that budget are counted
+//! apart.
+//!
+//! `cargo bench -p agentrl-diff --bench exactness -- [--max-nodes N] [--oracle-cells C] DIR...`
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use agentrl_diff::{parse::parse, ted, tree::Tree};
+
+mod common;
+
+fn flag(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map_or(default, |v| v.parse::<f64>().expect("a number") as u64)
+}
+
+#[derive(Default)]
+struct Tally {
+    pairs: usize,
+    equal: usize,
+    certified: usize,
+    worst: f64,
+}
+
+fn main() {
+    let max_nodes = flag("--max-nodes", 5_000) as usize;
+    let oracle_cells = flag("--oracle-cells", 6e9 as u64);
+    let mut by_kind: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut misses = Vec::new();
+    let (mut skipped_size, mut no_oracle) = (0, 0);
+    let mut times = Vec::new();
+    for dir in common::dirs_from_args() {
+        for pair in common::read_pairs(&dir) {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let tree = |source: &str| {
+                let syntax = parse(pair.lang, source, deadline).unwrap();
+                Tree::from_syntax(pair.lang, &syntax, source, 1_000_000).unwrap()
+            };
+            let (a, b) = (tree(&pair.before), tree(&pair.after));
+            if a.len() > max_nodes || b.len() > max_nodes {
+                skipped_size += 1;
+                continue;
+            }
+            let t = Instant::now();
+            let ours = ted::distance(&a, &b, &ted::Limits::default());
+            times.push(t.elapsed());
+            let truth = ted::distance(
+                &a,
+                &b,
+                &ted::Limits {
+                    region_work: oracle_cells,
+                    total_work: oracle_cells.saturating_mul(2),
+                    deadline: Instant::now() + Duration::from_secs(3_600),
+                },
+            );
+            if !truth.exact {
+                no_oracle += 1;
+                continue;
+            }
+            assert!(
+                ours.value >= truth.value,
+                "{}: below the exact distance",
+                pair.name
+            );
+            assert!(
+                !ours.exact || ours.value == truth.value,
+                "{}: certified but wrong",
+                pair.name
+            );
+            let mut kind = pair
+                .name
+                .rsplit_once('-')
+                .filter(|_| dir.to_string_lossy().contains("edit"))
+                .map_or_else(
+                    || format!("release {}", pair.lang.name()),
+                    |(_, k)| k.to_owned(),
+                );
+            // A line-based edit can leave code that no longer parses (a guard inside an
+            // interface, a swap across a docstring's end): counted apart, agents' edits parse.
+            if b.errors() > a.errors() {
+                kind.push_str(", new parse errors");
+            }
+            let ratio = ours.value as f64 / truth.value.max(1) as f64;
+            let tally = by_kind.entry(kind).or_default();
+            tally.pairs += 1;
+            tally.equal += usize::from(ours.value == truth.value);
+            tally.certified += usize::from(ours.exact);
+            tally.worst = tally.worst.max(ratio);
+            if ours.value != truth.value {
+                misses.push((ratio, pair.name, a.len(), b.len(), ours.value, truth.value));
+            }
+        }
+    }
+    let total = by_kind.values().fold(Tally::default(), |mut t, k| {
+        t.pairs += k.pairs;
+        t.equal += k.equal;
+        t.certified += k.certified;
+        t.worst = t.worst.max(k.worst);
+        t
+    });
+    println!("| pairs | n | equal to exact | certified exact | worst upper bound / exact |");
+    println!("|---|---|---|---|---|");
+    for (kind, t) in by_kind.iter().chain([(&"all".to_owned(), &total)]) {
+        println!(
+            "| {kind} | {} | {} ({:.1}%) | {} ({:.1}%) | {:.2}× |",
+            t.pairs,
+            t.equal,
+            100.0 * t.equal as f64 / t.pairs.max(1) as f64,
+            t.certified,
+            100.0 * t.certified as f64 / t.pairs.max(1) as f64,
+            t.worst
+        );
+    }
+    times.sort();
+    let p95 = times
+        .get((times.len() * 95 / 100).min(times.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default();
+    println!(
+        "skipped: {skipped_size} over {max_nodes} nodes a side, {no_oracle} past the oracle's budget; \
+         distance P95 {:.2} ms",
+        p95.as_secs_f64() * 1e3
+    );
+    misses.sort_by(|x, y| y.0.total_cmp(&x.0));
+    for (ratio, name, n1, n2, ours, truth) in misses.iter().take(15) {
+        println!("  {ratio:.2}× {name} ({n1}/{n2} nodes): {ours} vs exact {truth}");
+    }
+}
