@@ -63,8 +63,24 @@ impl<'a> Side<'a> {
         }
     }
 
-    fn left(&self, node: usize) -> usize {
+    pub fn left(&self, node: usize) -> usize {
         left(self.sizes, node)
+    }
+
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn label(&self, node: usize) -> u32 {
+        self.labels[node]
+    }
+
+    pub fn size(&self, node: usize) -> u32 {
+        self.sizes[node]
+    }
+
+    pub fn hash(&self, node: usize) -> u64 {
+        self.hashes[node]
     }
 
     fn forest(&self, span: Span) -> Forest<'a> {
@@ -113,7 +129,7 @@ impl<'a> Side<'a> {
     }
 
     /// Whether subtree `x` here equals subtree `y` of `other`; the hash alone may collide.
-    fn same_subtree(&self, x: usize, other: &Side<'_>, y: usize) -> bool {
+    pub fn same_subtree(&self, x: usize, other: &Side<'_>, y: usize) -> bool {
         if self.hashes[x] != other.hashes[y] || self.sizes[x] != other.sizes[y] {
             return false;
         }
@@ -238,6 +254,7 @@ pub(super) struct Engine<'s, 'a> {
     keys_a: Vec<u64>,
     keys_b: Vec<u64>,
     gaps: Vec<[usize; 4]>,
+    guide: Option<&'s [Option<u32>]>,
     cost: u64,
     exact: bool,
 }
@@ -257,9 +274,17 @@ impl<'s, 'a> Engine<'s, 'a> {
             keys_a: Vec::new(),
             keys_b: Vec::new(),
             gaps: Vec::new(),
+            guide: None,
             cost: 0,
             exact: false,
         }
+    }
+
+    /// Splits gaps too large for Zhang–Shasha where `guide` (a's node → its partner in b, an
+    /// edit mapping) pairs their roots, before any local rule.
+    pub fn guided_by(mut self, guide: &'s [Option<u32>]) -> Self {
+        self.guide = Some(guide);
+        self
     }
 
     /// The cost of a valid mapping, and whether it is proven to be the exact distance (the
@@ -435,6 +460,8 @@ impl<'s, 'a> Engine<'s, 'a> {
         } else if ra.len() == 1 && rb.len() > 1 && self.adopts(self.a, ra[0], self.b, &rb) {
             self.cost += 1;
             self.tasks.push(Task::Align(self.a.children(ra[0]), b));
+        } else if let Some(pairs) = self.guided(&ra, &rb) {
+            self.map_pairs(&ra, &rb, pairs);
         } else if ra.len() == rb.len() {
             self.pair(&ra, &rb);
         } else {
@@ -562,6 +589,12 @@ impl<'s, 'a> Engine<'s, 'a> {
             self.cost += rest.0.len() + rest.1.len();
             return;
         }
+        self.map_pairs(ra, rb, pairs);
+    }
+
+    /// Maps the roots paired by index (in order on both sides); the roots between two pairs
+    /// form smaller gaps.
+    fn map_pairs(&mut self, ra: &[usize], rb: &[usize], pairs: Vec<(usize, usize)>) {
         let (mut from_a, mut from_b) = (0, 0);
         for (i, j) in pairs {
             self.push_gap(self.a.span_of(ra, from_a, i), self.b.span_of(rb, from_b, j));
@@ -572,6 +605,21 @@ impl<'s, 'a> Engine<'s, 'a> {
             self.a.span_of(ra, from_a, ra.len()),
             self.b.span_of(rb, from_b, rb.len()),
         );
+    }
+
+    /// The roots the global matching (when there is one) maps to each other, in order.
+    fn guided(&self, ra: &[usize], rb: &[usize]) -> Option<Vec<(usize, usize)>> {
+        let guide = self.guide?;
+        let mut pairs = Vec::new();
+        for (i, &x) in ra.iter().enumerate() {
+            let Some(y) = guide[x] else { continue };
+            if let Ok(j) = rb.binary_search(&(y as usize))
+                && pairs.last().is_none_or(|&(_, last)| last < j)
+            {
+                pairs.push((i, j));
+            }
+        }
+        (!pairs.is_empty()).then_some(pairs)
     }
 
     /// Index pairs of equal-labelled roots in order, from a sequence diff of the labels.

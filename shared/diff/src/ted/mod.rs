@@ -4,10 +4,13 @@
 //! anchored decomposition: identical subtrees are matched top down by hash, and only the gaps
 //! between them are solved exactly, within a work budget. That yields a valid edit mapping,
 //! hence an upper bound; it is reported exact when a lower bound (string edit distance of the
-//! postorder or preorder label sequences) meets it.
+//! postorder or preorder label sequences) meets it. When it does not, a global matching
+//! (GumTree-style, in `matching.rs`) gives a second mapping and guides a second decomposition;
+//! the cheapest of the three is the bound.
 
 mod anchored;
 mod bounds;
+mod matching;
 mod zhang_shasha;
 
 #[cfg(test)]
@@ -68,7 +71,10 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
     }
     let a = anchored::Side::new(&labels_a, sizes_a);
     let b = anchored::Side::new(labels_b, sizes_b);
-    let (value, proven) = anchored::Engine::new(&a, &b, limits).decompose();
+    let (mut value, proven) = anchored::Engine::new(&a, &b, limits).decompose();
+    if proven {
+        return Distance { value, exact: true };
+    }
     let whole_a = Forest {
         labels: &labels_a,
         sizes: sizes_a,
@@ -77,6 +83,17 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
         labels: labels_b,
         sizes: sizes_b,
     };
-    let exact = proven || bounds::lower_bound(whole_a, whole_b, value, limits.deadline) == value;
+    // Below the cap, the lower bound is the true one: it certifies whichever bound meets it.
+    let lower = bounds::lower_bound(whole_a, whole_b, value, limits.deadline);
+    if lower < value && Instant::now() < limits.deadline {
+        // A global matching guides a second decomposition; all three are valid mappings, so
+        // the cheapest is the best bound.
+        let (guide, matched) = matching::mapping(&a, &b);
+        let (guided, _) = anchored::Engine::new(&a, &b, limits)
+            .guided_by(&guide)
+            .decompose();
+        value = value.min(guided).min(matched);
+    }
+    let exact = lower == value;
     Distance { value, exact }
 }

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 
 use super::anchored::{Engine, Side};
 use super::bounds::{bit_parallel, edit_distance_capped, landau_vishkin, preorder};
+use super::matching::mapping;
 use super::zhang_shasha::{Forest, ZhangShasha};
 use super::{Distance, Limits, distance};
 use crate::tree::Tree;
@@ -202,6 +203,27 @@ fn identical_trees_cost_nothing() {
             exact: true
         }
     );
+}
+
+#[test]
+fn the_global_matching_is_cut_down_to_an_edit_mapping() {
+    // Swapped subtrees match crosswise, which no edit mapping can keep both of; a container
+    // that lost a child to its parent, or adopted its sibling, matches a container that holds
+    // other nodes: keeping the container would drop more pairs than it is worth.
+    for (before, after) in [
+        ("{r{x{p}{q}}{y{s}{t}}}", "{r{y{s}{t}}{x{p}{q}}}"),
+        ("{r{c{u{v}}{w{z}}}}", "{r{u{v}}{c{w{z}}}}"),
+        ("{r{c{u{v}}}{w{z}}}", "{r{c{u{v}}{w{z}}}}"),
+    ] {
+        let (a, b) = (tree(before), tree(after));
+        let labels = a.labels_in(&b);
+        let (side_a, side_b) = (
+            Side::new(&labels, a.sizes()),
+            Side::new(b.labels(), b.sizes()),
+        );
+        let (_, cost) = mapping(&side_a, &side_b);
+        assert_eq!(cost, zs(&a, &b), "{before} -> {after}");
+    }
 }
 
 fn chain(depth: usize, leaf: &str) -> Tree {
@@ -471,6 +493,11 @@ proptest! {
         let limits = far_limits(region_work, total_work);
         let (value, proven) = Engine::new(&side_a, &side_b, &limits).decompose();
         prop_assert!(value >= exact && (!proven || value == exact));
+        // So are the global matching's mapping and the decomposition it guides.
+        let (guide, matched) = mapping(&side_a, &side_b);
+        prop_assert!(matched >= exact, "matching {} < {}", matched, exact);
+        let (guided, proven) = Engine::new(&side_a, &side_b, &limits).guided_by(&guide).decompose();
+        prop_assert!(guided >= exact && (!proven || guided == exact), "guided {} < {}", guided, exact);
     }
 
     #[test]
