@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::anchored::Side;
+use super::side::Side;
 
 /// Subtrees smaller than this are matched only through their containers: single tokens
 /// reappear everywhere and would match at random.

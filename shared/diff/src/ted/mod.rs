@@ -11,6 +11,7 @@
 mod anchored;
 mod bounds;
 mod matching;
+mod side;
 mod zhang_shasha;
 
 #[cfg(test)]
@@ -69,8 +70,8 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
             exact: true,
         };
     }
-    let a = anchored::Side::new(&labels_a, sizes_a);
-    let b = anchored::Side::new(labels_b, sizes_b);
+    let a = side::Side::new(&labels_a, sizes_a);
+    let b = side::Side::new(labels_b, sizes_b);
     let (mut value, proven) = anchored::Engine::new(&a, &b, limits).decompose();
     if proven {
         return Distance { value, exact: true };

@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 
-use super::anchored::{Engine, Side};
+use super::anchored::Engine;
 use super::bounds::{bit_parallel, edit_distance_capped, landau_vishkin, preorder};
 use super::matching::mapping;
+use super::side::Side;
 use super::zhang_shasha::{Forest, ZhangShasha};
 use super::{Distance, Limits, distance};
 use crate::tree::Tree;
