@@ -15,6 +15,8 @@ pub struct ParsedFile {
     pub tree: Tree,
     /// What the detectors read from the file.
     pub facts: Facts,
+    /// The syntax tree, kept so an edited copy of the file re-parses incrementally from it.
+    pub syntax: tree_sitter::Tree,
 }
 
 type Key = [u8; 32];
@@ -118,9 +120,11 @@ mod tests {
     use super::*;
 
     fn file(bracket: &str) -> Arc<ParsedFile> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         Arc::new(ParsedFile {
             tree: Tree::from_bracket(bracket).unwrap(),
             facts: Facts::default(),
+            syntax: crate::parse::parse(Lang::Python, "", deadline).unwrap(),
         })
     }
 

@@ -10,7 +10,7 @@ use crate::cache::{ParseCache, ParsedFile};
 use crate::detect::{self, FileChange, Finding, Flag, Side};
 use crate::lang::Lang;
 use crate::lines::{LineStats, line_stats};
-use crate::parse::parse;
+use crate::parse::reparse;
 use crate::ted;
 use crate::tree::Tree;
 use crate::weights::{Measures, Weights};
@@ -234,11 +234,13 @@ impl Scorer {
         &self.limits
     }
 
-    /// Parses and normalises `source` (or returns the cached parse of the same content).
+    /// Parses and normalises `source` (or returns the cached parse of the same content),
+    /// incrementally from `previous` (a file's text and parse) when given.
     fn parsed(
         &self,
         lang: Lang,
         source: &str,
+        previous: Option<(&str, &ParsedFile)>,
         deadline: Instant,
     ) -> Result<Arc<ParsedFile>, NoTree> {
         if source.len() > self.limits.max_file_bytes {
@@ -248,18 +250,23 @@ impl Scorer {
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit);
         }
-        let syntax = parse(lang, source, deadline).map_err(|_| NoTree::Deadline)?;
+        let previous = previous.map(|(text, file)| (text, &file.syntax));
+        let syntax = reparse(lang, source, previous, deadline).map_err(|_| NoTree::Deadline)?;
         let tree = Tree::from_syntax(lang, &syntax, source, self.limits.max_nodes)
             .map_err(|_| NoTree::TooManyNodes)?;
         let facts = detect::facts(lang, "", &syntax, source);
-        let file = Arc::new(ParsedFile { tree, facts });
+        let file = Arc::new(ParsedFile {
+            tree,
+            facts,
+            syntax,
+        });
         self.cache.insert(key, file.clone());
         Ok(file)
     }
 
     /// The normalised tree of `source`, as the distance sees it (for `--emit-trees`).
     pub fn tree(&self, lang: Lang, source: &str) -> Option<Arc<ParsedFile>> {
-        self.parsed(lang, source, Instant::now() + self.limits.deadline)
+        self.parsed(lang, source, None, Instant::now() + self.limits.deadline)
             .ok()
     }
 
@@ -334,12 +341,18 @@ impl Scorer {
         let wanted = status != Status::Unchanged || detect::is_test_path(path);
         let (mut tree_before, mut tree_after, mut no_tree) = (None, None, None);
         if let (Some(lang), true) = (lang, wanted) {
-            for (side, text) in [(&mut tree_before, old), (&mut tree_after, new)] {
-                if let Some(text) = text {
-                    match self.parsed(lang, text, deadline) {
-                        Ok(file) => *side = Some(file),
-                        Err(why) => no_tree = Some(why),
-                    }
+            if let Some(text) = old {
+                match self.parsed(lang, text, None, deadline) {
+                    Ok(file) => tree_before = Some(file),
+                    Err(why) => no_tree = Some(why),
+                }
+            }
+            if let Some(text) = new {
+                // "After" is "before" edited: re-parse only what changed.
+                let previous = old.map(String::as_str).zip(tree_before.as_deref());
+                match self.parsed(lang, text, previous, deadline) {
+                    Ok(file) => tree_after = Some(file),
+                    Err(why) => no_tree = Some(why),
                 }
             }
         }
