@@ -106,6 +106,11 @@ impl<'s, 'a> Engine<'s, 'a> {
         self
     }
 
+    /// Zhang–Shasha cells spent so far, against `limits.total_work`.
+    pub fn spent(&self) -> u64 {
+        self.zs_spent
+    }
+
     /// The cost of a valid mapping, and whether it is proven to be the exact distance (the
     /// whole pair was solved by Zhang–Shasha or certified by a lower bound).
     pub fn decompose(&mut self) -> (u64, bool) {
@@ -476,12 +481,10 @@ impl<'s, 'a> Engine<'s, 'a> {
         };
         // best[i][j]: the best total over the first i roots of a and j of b.
         let mut best = vec![0u64; (k + 1) * (m + 1)];
-        let mut scores = vec![None; k * m];
         for i in 1..=k {
             for j in 1..=m {
-                scores[(i - 1) * m + j - 1] = score(i - 1, j - 1);
                 let diagonal =
-                    scores[(i - 1) * m + j - 1].map_or(0, |s| best[(i - 1) * (m + 1) + j - 1] + s);
+                    score(i - 1, j - 1).map_or(0, |s| best[(i - 1) * (m + 1) + j - 1] + s);
                 best[i * (m + 1) + j] = diagonal
                     .max(best[(i - 1) * (m + 1) + j])
                     .max(best[i * (m + 1) + j - 1]);

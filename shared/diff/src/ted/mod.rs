@@ -72,7 +72,8 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
     }
     let a = side::Side::new(&labels_a, sizes_a);
     let b = side::Side::new(labels_b, sizes_b);
-    let (mut value, proven) = anchored::Engine::new(&a, &b, limits).decompose();
+    let mut first = anchored::Engine::new(&a, &b, limits);
+    let (mut value, proven) = first.decompose();
     if proven {
         return Distance { value, exact: true };
     }
@@ -84,13 +85,18 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
         labels: labels_b,
         sizes: sizes_b,
     };
-    // Below the cap, the lower bound is the true one: it certifies whichever bound meets it.
+    // Capped at the first bound: a smaller value is the lower bound itself, which certifies
+    // whichever bound meets it.
     let lower = bounds::lower_bound(whole_a, whole_b, value, limits.deadline);
     if lower < value && Instant::now() < limits.deadline {
-        // A global matching guides a second decomposition; all three are valid mappings, so
-        // the cheapest is the best bound.
+        // A global matching guides a second decomposition, on what is left of the file's
+        // budget; all three are valid mappings, so the cheapest is the best bound.
         let (guide, matched) = matching::mapping(&a, &b);
-        let (guided, _) = anchored::Engine::new(&a, &b, limits)
+        let remaining = Limits {
+            total_work: limits.total_work.saturating_sub(first.spent()),
+            ..*limits
+        };
+        let (guided, _) = anchored::Engine::new(&a, &b, &remaining)
             .guided_by(&guide)
             .decompose();
         value = value.min(guided).min(matched);
