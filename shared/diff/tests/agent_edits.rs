@@ -15,6 +15,11 @@ use agentrl_diff::ted::{Limits, distance};
 use agentrl_diff::tree::Tree;
 use agentrl_testkit::venv_python;
 
+// The benches' reader of pair directories; `dirs_from_args` there serves the benches only.
+#[allow(dead_code)]
+#[path = "../benches/common/mod.rs"]
+mod common;
+
 /// Per side: the exact oracle's table grows with the product of both sides.
 const MAX_NODES: usize = 1_200;
 const MAX_BYTES: u64 = 24 * 1024;
@@ -67,26 +72,10 @@ fn agent_edits_of_real_files_get_the_exact_distance() {
 
     let (mut checked, mut equal, mut certified, mut worst) = (0, 0, 0, 1.0f64);
     let mut misses = Vec::new();
-    let mut pairs: Vec<_> = std::fs::read_dir(&edited).unwrap().flatten().collect();
-    pairs.sort_by_key(|e| e.file_name());
+    let pairs = common::read_pairs(&edited);
+    assert!(!pairs.is_empty(), "make-edit-pairs.py wrote no pairs");
     for pair in pairs {
-        let files: Vec<PathBuf> = std::fs::read_dir(pair.path())
-            .unwrap()
-            .flatten()
-            .map(|f| f.path())
-            .collect();
-        let side = |prefix: &str| {
-            files
-                .iter()
-                .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-                .unwrap()
-        };
-        let lang = Lang::from_path(&side("after.").to_string_lossy()).unwrap();
-        let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap();
-        let (a, b) = (
-            tree(lang, &read(side("before."))),
-            tree(lang, &read(side("after."))),
-        );
+        let (a, b) = (tree(pair.lang, &pair.before), tree(pair.lang, &pair.after));
         // Agents' edits parse; a line edit that broke the syntax is not one.
         if a.len() > MAX_NODES || b.len() > MAX_NODES || b.errors() > a.errors() {
             continue;
@@ -101,7 +90,7 @@ fn agent_edits_of_real_files_get_the_exact_distance() {
                 deadline: Instant::now() + Duration::from_secs(600),
             },
         );
-        let name = pair.file_name().to_string_lossy().into_owned();
+        let name = pair.name;
         assert!(truth.exact, "{name}: the oracle must solve the whole pair");
         assert!(
             ours.value >= truth.value,
