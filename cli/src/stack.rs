@@ -6,6 +6,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use agentrl_core::dataset::Rules;
 use agentrl_core::privacy::Pseudonymizer;
 use agentrl_dataset::{DatasetRequests, Datasets};
+use agentrl_diff::{Limits, Scorer};
 use agentrl_http::sqs::{Consumer, DrainOptions, drain};
 use agentrl_ingest::TrajectoryState;
 use agentrl_queue_worker::QueueWorker;
@@ -15,7 +16,7 @@ use agentrl_budget::BudgetState;
 use agentrl_diff_score::DiffState;
 use agentrl_http::{AppOptions, Auth, Metrics, app};
 use agentrl_learning::LearningState;
-use agentrl_rewards::RewardState;
+use agentrl_rewards::{Evaluator, Provider, RewardState};
 use agentrl_store::{Stores, ports::Queue};
 use agentrl_training::{
     Launcher, LocalLauncher, LocalRunner, TrainingConsumer, TrainingState, launch::Storage,
@@ -70,12 +71,21 @@ impl Launch {
     }
 }
 
+/// Drain options taking `max_messages` a batch.
+fn batches_of(max_messages: usize) -> DrainOptions {
+    DrainOptions {
+        max_messages,
+        ..DrainOptions::default()
+    }
+}
+
 /// The composed application of every function.
 pub fn application(
     stores: &Stores,
     auth: Auth,
     metrics: Metrics,
     training: TrainingState,
+    provider: Arc<Provider>,
 ) -> axum::Router {
     let services = vec![
         agentrl_budget::service(BudgetState::new(stores.table.clone())),
@@ -85,7 +95,12 @@ pub fn application(
             stores.queue.clone(),
             stores.table.clone(),
         )),
-        agentrl_rewards::service(RewardState::new(stores.table.clone())),
+        agentrl_rewards::service(RewardState::new(
+            stores.table.clone(),
+            stores.objects.clone(),
+            stores.evaluations.clone(),
+            provider,
+        )),
         agentrl_learning::service(LearningState::new(
             stores.table.clone(),
             stores.queue.clone(),
@@ -122,21 +137,17 @@ impl Running {
     }
 }
 
-/// Drains `queue` with `consumer`, `max_messages` at a time, until `stopped`: the local
+/// Drains `queue` with `consumer` as `options` say, until `stopped`: the local
 /// counterpart of an SQS trigger. The current batch always finishes: a stop is only seen
 /// between batches.
 fn consume<C: Consumer + 'static>(
     consumer: C,
     queue: Arc<dyn Queue>,
-    max_messages: usize,
+    options: DrainOptions,
     stopped: watch::Receiver<bool>,
     what: &'static str,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let options = DrainOptions {
-            max_messages,
-            ..DrainOptions::default()
-        };
         while !*stopped.borrow() {
             if let Err(e) = drain(&consumer, queue.as_ref(), options).await {
                 tracing::warn!(error = %e, queue = what, "a consumer could not read its queue");
@@ -148,7 +159,9 @@ fn consume<C: Consumer + 'static>(
 
 /// Binds `addr` and serves `stores` until [`Running::stop`]; the ingest worker drains the work
 /// queue meanwhile, pseudonymising with `pseudonyms`, the training consumer drains the
-/// training queue, the dataset job the dataset queue, and training jobs run as `launch` says.
+/// training queue, the dataset job the dataset queue, the evaluation worker the evaluation
+/// queue (judges call the provider of `AGENTRL_JUDGE_*`), and training jobs run as `launch`
+/// says.
 pub async fn start(
     addr: SocketAddr,
     stores: Stores,
@@ -178,7 +191,8 @@ pub async fn start(
         launcher,
         pseudonyms.clone(),
     );
-    let router = application(&stores, auth, metrics, training.clone());
+    let provider = Arc::new(Provider::from_env()?);
+    let router = application(&stores, auth, metrics, training.clone(), provider.clone());
     let (stop, mut stopped) = watch::channel(false);
     let runner = local.map(|(jobs, command, storage, logs)| {
         let runner = LocalRunner::new(jobs, command, storage, logs, training.clone());
@@ -188,7 +202,7 @@ pub async fn start(
     let ready = consume(
         consumer,
         stores.training.clone(),
-        10,
+        batches_of(10),
         stop.subscribe(),
         "training",
     );
@@ -205,7 +219,7 @@ pub async fn start(
     let requested = consume(
         requests,
         stores.datasets.clone(),
-        10,
+        batches_of(10),
         stop.subscribe(),
         "dataset",
     );
@@ -220,9 +234,28 @@ pub async fn start(
     let worker = consume(
         worker,
         stores.queue.clone(),
-        DrainOptions::default().max_messages,
+        DrainOptions::default(),
         stop.subscribe(),
         "ingest",
+    );
+    let evaluator = Evaluator::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.evaluations.clone(),
+        provider,
+        Arc::new(Scorer::new(Limits::default())),
+    );
+    let evaluations = consume(
+        evaluator,
+        stores.evaluations.clone(),
+        DrainOptions {
+            max_messages: 10,
+            // Longer than an evaluation may take, as the deployed queue's visibility timeout.
+            visibility: agentrl_rewards::EVALUATION_DEADLINE * 6,
+            ..DrainOptions::default()
+        },
+        stop.subscribe(),
+        "evaluations",
     );
     let policy =
         agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
@@ -257,6 +290,9 @@ pub async fn start(
         worker.await.context("the ingest worker panicked")?;
         ready.await.context("the training consumer panicked")?;
         requested.await.context("the dataset consumer panicked")?;
+        evaluations
+            .await
+            .context("the evaluation worker panicked")?;
         if let Some(runner) = runner {
             runner.await.context("the training runner panicked")?;
         }

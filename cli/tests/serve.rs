@@ -174,6 +174,13 @@ async fn serve_with_aws_uses_dynamodb() {
     )
     .await
     .unwrap();
+    let (evaluations_url, evaluations_dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &format!("serve-evaluations-{suffix}"),
+        5,
+    )
+    .await
+    .unwrap();
     let bucket = format!("serve-{suffix}");
     create_bucket(&endpoint, &bucket).await.unwrap();
 
@@ -204,6 +211,8 @@ async fn serve_with_aws_uses_dynamodb() {
             ("AGENTRL_TRAINING_DLQ_URL", training_dlq_url.as_str()),
             ("AGENTRL_DATASET_QUEUE_URL", datasets_url.as_str()),
             ("AGENTRL_DATASET_DLQ_URL", datasets_dlq_url.as_str()),
+            ("AGENTRL_EVALUATION_QUEUE_URL", evaluations_url.as_str()),
+            ("AGENTRL_EVALUATION_DLQ_URL", evaluations_dlq_url.as_str()),
             ("AGENTRL_BUCKET", bucket.as_str()),
             ("AGENTRL_PSEUDONYM_SECRET", "a test secret of enough bytes"),
         ]);

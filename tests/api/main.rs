@@ -5,6 +5,7 @@ mod attribution;
 mod batch;
 mod budgets;
 mod concurrency;
+mod evaluations;
 mod helpers;
 mod idempotency;
 mod kpis;

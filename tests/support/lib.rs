@@ -94,6 +94,13 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
     )
     .await
     .expect("create dataset queue on moto");
+    let (evaluation_queue_url, evaluation_dlq_url) = create_queue_with_dlq(
+        &aws_sdk_sqs::Client::new(&sdk),
+        &unique("evaluations"),
+        max_receives,
+    )
+    .await
+    .expect("create evaluation queue on moto");
     let bucket = unique("agentrl");
     create_bucket(&moto_endpoint(), &bucket)
         .await
@@ -110,6 +117,8 @@ pub async fn aws_resources(max_receives: u32) -> (AwsSettings, AwsResources) {
             training_dlq_url,
             dataset_queue_url,
             dataset_dlq_url,
+            evaluation_queue_url,
+            evaluation_dlq_url,
             bucket,
         },
     )

@@ -35,7 +35,7 @@ impl DiffState {
         Self {
             scorer: Arc::new(Scorer::new(Limits::default())),
             kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
-            weights: TenantConfig::new(table, "diffs"),
+            weights: TenantConfig::new(table, agentrl_diff::WEIGHTS_CONFIG),
         }
     }
 

@@ -40,12 +40,7 @@ impl TryFrom<ScoreRequest> for Change {
             .language
             .as_deref()
             .map(|name| {
-                Lang::from_name(name).ok_or_else(|| {
-                    FieldError::new(
-                        "language",
-                        "must be one of typescript, tsx, javascript, python, rust, go, java",
-                    )
-                })
+                Lang::from_name(name).ok_or_else(|| FieldError::new("language", Lang::NAMES))
             })
             .transpose()?;
         Ok(Self {

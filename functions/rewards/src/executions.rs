@@ -143,9 +143,7 @@ pub(crate) async fn reward(
 }
 
 /// Runs one verifier on an execution and folds its verdict into the execution's reward and
-/// training example: the verification, the execution (at the version its composite was
-/// computed from) and the example are written together, so racing verifications never
-/// leave a stale reward.
+/// training example.
 pub(crate) async fn verify(
     repo: &RewardRepo,
     tenant: &TenantId,
@@ -169,17 +167,32 @@ pub(crate) async fn verify(
         }
     })
     .await??;
-    let now = now_ms();
-    let verification = &Verification {
+    let verification = Verification {
         verification_id: uuid::Uuid::now_v7().to_string(),
         execution_id: id.to_owned(),
         method,
         outcome,
-        created_at_ms: now,
+        created_at_ms: now_ms(),
     };
-    // The first attempt uses the read above; a lost race reads again.
-    let mut first = Some((execution, version));
-    let config = &config;
+    fold(repo, tenant, verification, Some((execution, version))).await
+}
+
+/// Folds `verification` into its execution's reward and training example: the verification,
+/// the execution (at the version its composite was computed from) and the example are written
+/// together, so racing verifications never leave a stale reward. Recording a verification id
+/// the execution already has changes nothing and returns the stored one: a redelivered
+/// evaluation is counted once. `read` is the execution as the caller last read it, if it did.
+pub(crate) async fn fold(
+    repo: &RewardRepo,
+    tenant: &TenantId,
+    verification: Verification,
+    read: Option<(Execution, u64)>,
+) -> Result<Verification, VerifyError> {
+    let id = verification.execution_id.as_str();
+    let config = &repo.config(tenant).await?;
+    let verification = &verification;
+    // The first attempt uses the caller's read; a lost race reads again.
+    let mut first = read;
     optimistic(move || {
         let first = first.take();
         async move {
@@ -187,15 +200,17 @@ pub(crate) async fn verify(
                 Some(read) => read,
                 None => read_versioned(repo, tenant, id).await?,
             };
+            let stored = repo.verifications(tenant, id).await?;
+            if let Some(done) = stored
+                .iter()
+                .find(|v| v.verification_id == verification.verification_id)
+            {
+                return Ok(done.clone());
+            }
             if execution.verifications >= MAX_VERIFICATIONS {
                 return Err(VerifyError::Full);
             }
-            let mut outcomes: Vec<_> = repo
-                .verifications(tenant, id)
-                .await?
-                .into_iter()
-                .map(|v| v.outcome)
-                .collect();
+            let mut outcomes: Vec<_> = stored.into_iter().map(|v| v.outcome).collect();
             outcomes.push(verification.outcome.clone());
             let c = composite(&outcomes);
             let previous = execution.example_type;
@@ -214,7 +229,7 @@ pub(crate) async fn verify(
                     reward,
                     confidence: c.confidence,
                     kind,
-                    updated_at_ms: now,
+                    updated_at_ms: verification.created_at_ms,
                 });
             match repo
                 .record(

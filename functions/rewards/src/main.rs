@@ -1,11 +1,25 @@
 //! Lambda entry point of the rewards function: wiring only.
 
-use agentrl_rewards::{MAX_BODY_BYTES, RewardState, service};
+use std::sync::Arc;
+
+use agentrl_http::{AppOptions, app, lambda::options, telemetry};
+use agentrl_rewards::{MAX_BODY_BYTES, Provider, RewardState, service};
+use agentrl_store::Stores;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    agentrl_http::lambda::run_table_service("rewards", MAX_BODY_BYTES, |table| {
-        service(RewardState::new(table))
-    })
-    .await
+    telemetry::init();
+    let stores = Stores::aws_from_env().await?;
+    let options = AppOptions {
+        idempotency: Some(stores.table.clone()),
+        body_limit: MAX_BODY_BYTES,
+        ..options("rewards")
+    };
+    let state = RewardState::new(
+        stores.table,
+        stores.objects,
+        stores.evaluations,
+        Arc::new(Provider::from_env()?),
+    );
+    lambda_http::run(app(vec![service(state)], options)).await
 }

@@ -32,7 +32,12 @@ fn lambda_app(stores: &Stores) -> Router {
         ..agentrl_http::lambda::options("rewards")
     };
     app(
-        vec![service(RewardState::new(stores.table.clone()))],
+        vec![service(RewardState::new(
+            stores.table.clone(),
+            stores.objects.clone(),
+            stores.evaluations.clone(),
+            std::sync::Arc::new(agentrl_rewards::Provider::new(None, None).unwrap()),
+        ))],
         options,
     )
 }
@@ -115,5 +120,107 @@ async fn every_fixture_round_trips() {
         (status, problem["field"].as_str()),
         (400, Some("metrics.churn")),
         "{problem}"
+    );
+
+    // Judges: the settings round-trip without a key; with no provider a gate escalates.
+    let (status, judges) = call(&app, &fixture("get-judge-config.json")).await;
+    assert_eq!(
+        (status, judges["base_url"].clone()),
+        (200, Value::Null),
+        "{judges}"
+    );
+    let local = json!({"base_url": null, "fallback": "rules"});
+    let (status, put) = call(&app, &with_body(fixture("put-judge-config.json"), &local)).await;
+    assert_eq!(
+        (status, put["fallback"].as_str()),
+        (200, Some("rules")),
+        "{put}"
+    );
+    let (status, put) = call(&app, &fixture("put-judge-config.json")).await;
+    assert_eq!(status, 200, "{put}");
+    assert_eq!(put["prices"]["gpt-4.1"]["output_per_million"], 8.0);
+    let leaky = json!({"api_key": "sk-live-1"});
+    let (status, problem) = call(&app, &with_body(fixture("put-judge-config.json"), &leaky)).await;
+    assert_eq!(status, 400, "{problem}");
+    let ssrf = json!({"base_url": "http://169.254.169.254/latest"});
+    let (status, problem) = call(&app, &with_body(fixture("put-judge-config.json"), &ssrf)).await;
+    assert_eq!(
+        (status, problem["field"].as_str()),
+        (400, Some("base_url")),
+        "{problem}"
+    );
+    call(&app, &with_body(fixture("put-judge-config.json"), &local)).await;
+    let (status, gate) = call(&app, &fixture("check-gate.json")).await;
+    assert_eq!(status, 200, "{gate}");
+    assert_eq!(gate["decision"], "escalate_to_human");
+    assert_eq!(gate["judgment"]["source"], "abstained");
+    assert!(
+        gate["reasons"]
+            .as_str()
+            .unwrap()
+            .contains("no judge provider"),
+        "{gate}"
+    );
+
+    // An evaluation is accepted for an existing execution and queued.
+    let (status, accepted) = call(&app, &at("create-evaluation.json", &id)).await;
+    assert_eq!(status, 202, "{accepted}");
+    assert_eq!(accepted["status"], "queued");
+    assert_eq!(
+        accepted["progress"]["total"], 6,
+        "checks, tests, diff and three judges"
+    );
+    let evaluation = accepted["evaluation_id"].as_str().unwrap();
+    let (status, shown) = call(&app, &at("get-evaluation.json", evaluation)).await;
+    assert_eq!(
+        (status, shown["execution_id"].as_str()),
+        (200, Some(id.as_str()))
+    );
+    assert_eq!(
+        stores
+            .evaluations
+            .receive(
+                10,
+                std::time::Duration::from_secs(1),
+                std::time::Duration::ZERO
+            )
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let (status, missing) = call(&app, &fixture("create-evaluation.json")).await;
+    assert_eq!(
+        (status, missing["field"].as_str()),
+        (404, Some("execution_id")),
+        "{missing}"
+    );
+    let no_change = json!({"execution_id": id, "task_type": "code"});
+    let (status, problem) = call(
+        &app,
+        &with_body(fixture("create-evaluation.json"), &no_change),
+    )
+    .await;
+    assert_eq!(
+        (status, problem["field"].as_str()),
+        (400, Some("change")),
+        "{problem}"
+    );
+    let bad_tests = json!({"execution_id": id, "task_type": "text", "tests": {"tests_passed": 3}});
+    let (status, problem) = call(
+        &app,
+        &with_body(fixture("create-evaluation.json"), &bad_tests),
+    )
+    .await;
+    assert_eq!(
+        (status, problem["field"].as_str()),
+        (400, Some("tests.tests_total")),
+        "{problem}"
+    );
+    let (status, usage) = call(&app, &fixture("judge-usage.json")).await;
+    assert_eq!(
+        (status, usage["total"]["judgments"].as_u64()),
+        (200, Some(0)),
+        "{usage}"
     );
 }

@@ -10,6 +10,7 @@ pub mod budget;
 pub mod calendar;
 pub mod dataset;
 mod field_error;
+pub mod judge;
 pub mod kpi;
 pub mod learning;
 pub mod privacy;

@@ -51,6 +51,10 @@ impl Lang {
         })
     }
 
+    /// What a name [`Lang::from_name`] refuses is told.
+    pub const NAMES: &'static str =
+        "must be one of typescript, tsx, javascript, python, rust, go, java";
+
     /// The language named by `--lang` (a name or an extension).
     pub fn from_name(name: &str) -> Option<Lang> {
         Some(match name.to_ascii_lowercase().as_str() {

@@ -16,4 +16,4 @@ pub mod weights;
 
 pub use lang::Lang;
 pub use score::{InputError, Limits, Report, Request, Scorer, Snapshot};
-pub use weights::Weights;
+pub use weights::{WEIGHTS_CONFIG, Weights};

@@ -270,6 +270,29 @@ impl Scorer {
             .ok()
     }
 
+    /// The paths of a change, checked as [`Scorer::score`] checks them: callers that score
+    /// later (a queued evaluation) refuse bad input up front with the same rules.
+    ///
+    /// # Errors
+    /// More files than [`Limits::max_files`], or an unusable path.
+    pub fn check<'a>(
+        &self,
+        before: &'a Snapshot,
+        after: &'a Snapshot,
+    ) -> Result<BTreeSet<&'a String>, InputError> {
+        let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+        if paths.len() > self.limits.max_files {
+            return Err(InputError::TooManyFiles {
+                count: paths.len(),
+                limit: self.limits.max_files,
+            });
+        }
+        for path in &paths {
+            check_path(path)?;
+        }
+        Ok(paths)
+    }
+
     /// Scores the change from `before` to `after`.
     ///
     /// # Errors
@@ -281,16 +304,7 @@ impl Scorer {
         request: &Request,
     ) -> Result<Report, InputError> {
         let deadline = Instant::now() + self.limits.deadline;
-        let paths: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
-        if paths.len() > self.limits.max_files {
-            return Err(InputError::TooManyFiles {
-                count: paths.len(),
-                limit: self.limits.max_files,
-            });
-        }
-        for path in &paths {
-            check_path(path)?;
-        }
+        let paths = self.check(before, after)?;
 
         let mut files = Vec::with_capacity(paths.len());
         let mut parsed: Vec<Sides> = Vec::with_capacity(paths.len());

@@ -4,6 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::FlagKind;
 
+/// Name of the tenant configuration that holds the weights (`/v1/config/diffs`): every
+/// service that scores changes reads the same document.
+pub const WEIGHTS_CONFIG: &str = "diffs";
+
 /// Weights of the reward multiplier. The defaults are the source design's:
 /// `max(floor, ast_similarity − 0.1 × (files_touched − 1) − 2 × max(0, line_change_ratio − 0.1)
 /// − 0.3 × scaffolding_penalty)`, and `floor` when the tests did not pass or a hard flag fired.

@@ -31,6 +31,9 @@ pub struct Stores {
     /// The dataset queue with its dead-letter queue: `dataset.generation.requested` for the
     /// dataset job, which builds datasets for the agents the learning service names.
     pub datasets: Arc<dyn Queue>,
+    /// The evaluation queue with its dead-letter queue: evaluations the rewards service
+    /// accepted, for the evaluation worker (judges take seconds; the route answers at once).
+    pub evaluations: Arc<dyn Queue>,
     /// The object store (Parquet, datasets, models).
     pub objects: Arc<dyn Objects>,
     embedded: Option<SqliteTable>,
@@ -57,6 +60,10 @@ pub struct AwsResources {
     pub dataset_queue_url: String,
     /// SQS dead-letter queue URL of the dataset queue.
     pub dataset_dlq_url: String,
+    /// SQS evaluation queue URL.
+    pub evaluation_queue_url: String,
+    /// SQS dead-letter queue URL of the evaluation queue.
+    pub evaluation_dlq_url: String,
     /// S3 bucket name.
     pub bucket: String,
 }
@@ -73,7 +80,8 @@ impl AwsResources {
     /// The names `template.yaml` hands every function: `AGENTRL_TABLE`, `AGENTRL_QUEUE_URL`,
     /// `AGENTRL_DLQ_URL`, `AGENTRL_EVENTS_QUEUE_URL`, `AGENTRL_EVENTS_DLQ_URL`,
     /// `AGENTRL_TRAINING_QUEUE_URL`, `AGENTRL_TRAINING_DLQ_URL`, `AGENTRL_DATASET_QUEUE_URL`,
-    /// `AGENTRL_DATASET_DLQ_URL`, `AGENTRL_BUCKET`.
+    /// `AGENTRL_DATASET_DLQ_URL`, `AGENTRL_EVALUATION_QUEUE_URL`, `AGENTRL_EVALUATION_DLQ_URL`,
+    /// `AGENTRL_BUCKET`.
     ///
     /// # Errors
     /// A missing variable, named.
@@ -88,6 +96,8 @@ impl AwsResources {
             training_dlq_url: required_env("AGENTRL_TRAINING_DLQ_URL")?,
             dataset_queue_url: required_env("AGENTRL_DATASET_QUEUE_URL")?,
             dataset_dlq_url: required_env("AGENTRL_DATASET_DLQ_URL")?,
+            evaluation_queue_url: required_env("AGENTRL_EVALUATION_QUEUE_URL")?,
+            evaluation_dlq_url: required_env("AGENTRL_EVALUATION_DLQ_URL")?,
             bucket: required_env("AGENTRL_BUCKET")?,
         })
     }
@@ -115,7 +125,8 @@ impl Stores {
             queue: Arc::new(SqliteQueue::new(db.clone(), "work", MAX_RECEIVES)),
             events: Arc::new(SqliteQueue::new(db.clone(), "events", MAX_RECEIVES)),
             training: Arc::new(SqliteQueue::new(db.clone(), "training", MAX_RECEIVES)),
-            datasets: Arc::new(SqliteQueue::new(db, "datasets", MAX_RECEIVES)),
+            datasets: Arc::new(SqliteQueue::new(db.clone(), "datasets", MAX_RECEIVES)),
+            evaluations: Arc::new(SqliteQueue::new(db, "evaluations", MAX_RECEIVES)),
             objects: Arc::new(ObjectStoreObjects::local(&dir.join("objects"))?),
             embedded: Some(table),
         })
@@ -141,9 +152,14 @@ impl Stores {
             &resources.training_dlq_url,
         );
         let datasets = SqsQueue::new(
-            sqs,
+            sqs.clone(),
             &resources.dataset_queue_url,
             &resources.dataset_dlq_url,
+        );
+        let evaluations = SqsQueue::new(
+            sqs,
+            &resources.evaluation_queue_url,
+            &resources.evaluation_dlq_url,
         );
         let objects =
             ObjectStoreObjects::s3(&resources.bucket, settings).context("configuring S3")?;
@@ -153,6 +169,7 @@ impl Stores {
             events: Arc::new(events),
             training: Arc::new(training),
             datasets: Arc::new(datasets),
+            evaluations: Arc::new(evaluations),
             objects: Arc::new(objects),
             embedded: None,
         })

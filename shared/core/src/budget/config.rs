@@ -96,6 +96,17 @@ pub struct BudgetConfig {
     pub adaptive: AdaptiveConfig,
 }
 
+/// Orchestration loops (or critic refinements) before a task goes to a human, unless a
+/// tenant sets its own.
+pub const DEFAULT_MAX_LOOPS: u32 = 3;
+
+/// Whether `completed` loops have used up a limit of `max`: the rule that hands a task to a
+/// human, shared by the budget ledger and the critic gates so the two never disagree.
+#[must_use]
+pub fn loop_limit_reached(completed: u32, max: u32) -> bool {
+    completed >= max
+}
+
 impl Default for BudgetConfig {
     fn default() -> Self {
         use Trigger::*;
@@ -130,7 +141,7 @@ impl Default for BudgetConfig {
             low_confidence_threshold: 0.5,
             hard_ceiling_tokens: 16_000,
             max_escalations: 3,
-            max_loops: 3,
+            max_loops: DEFAULT_MAX_LOOPS,
             adaptive: AdaptiveConfig::default(),
         }
     }

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Assessment, BudgetConfig, Complexity, Trigger};
+use super::{Assessment, BudgetConfig, Complexity, Trigger, loop_limit_reached};
 
 /// Where a budget is in its life.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -233,7 +233,7 @@ impl Budget {
             }
         }
 
-        let action = if self.loops_completed >= config.max_loops {
+        let action = if loop_limit_reached(self.loops_completed, config.max_loops) {
             self.status = Status::HandedToHuman;
             Action::EscalateToHuman
         } else if self.consumed_tokens >= self.max_total_tokens {

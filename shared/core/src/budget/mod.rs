@@ -8,7 +8,10 @@ mod replay;
 
 pub use adaptive::UsageHistory;
 pub use complexity::{Assessment, Complexity, Feature, TaskDescription, assess};
-pub use config::{AdaptiveConfig, BudgetConfig, ConfigError, TierConfig, Trigger, TriggerConfig};
+pub use config::{
+    AdaptiveConfig, BudgetConfig, ConfigError, DEFAULT_MAX_LOOPS, TierConfig, Trigger,
+    TriggerConfig, loop_limit_reached,
+};
 pub use ledger::{
     Action, Budget, CompleteError, Completion, Decision, Escalation, Outcome, Report, ReportError,
     Status,

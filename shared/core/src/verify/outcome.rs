@@ -38,7 +38,7 @@ pub enum Status {
 }
 
 impl Outcome {
-    pub(super) fn ok(value: f64, confidence: f64, evidence: Value, version: &str) -> Self {
+    pub(crate) fn ok(value: f64, confidence: f64, evidence: Value, version: &str) -> Self {
         Self {
             value: Some(value),
             raw_value: None,
@@ -51,7 +51,7 @@ impl Outcome {
         }
     }
 
-    pub(super) fn abstain(reason: impl Into<String>, evidence: Value, version: &str) -> Self {
+    pub(crate) fn abstain(reason: impl Into<String>, evidence: Value, version: &str) -> Self {
         Self {
             value: None,
             raw_value: None,

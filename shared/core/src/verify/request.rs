@@ -75,6 +75,10 @@ pub enum Method {
     AnswerMatch,
     /// `judge`
     Judge,
+    /// `evaluation`: the verdict of an evaluation the service ran (`POST /v1/evaluations`):
+    /// rule checks, diff scoring and model judges combined. Recorded by the evaluation worker,
+    /// never sent as a verification request.
+    Evaluation,
 }
 
 impl Method {
@@ -89,6 +93,7 @@ impl Method {
             Self::AutomatedCheck => "automated_check",
             Self::AnswerMatch => "answer_match",
             Self::Judge => "judge",
+            Self::Evaluation => "evaluation",
         }
     }
 }

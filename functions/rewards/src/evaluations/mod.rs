@@ -1,0 +1,268 @@
+//! Evaluations (source design: evaluation combining rules, minimal diff and judges): one call
+//! that runs the rule checks, diff scoring when a change is given and the task type's judges,
+//! combines them into one verdict and records it as a verification on the execution, so the
+//! composite reward and the training example include it.
+//!
+//! Judges take seconds, so `POST /v1/evaluations` stores the request, queues it and answers
+//! 202; the evaluation worker ([`Evaluator`]) does the work and `GET /v1/evaluations/{id}`
+//! shows its progress and report.
+
+mod run;
+mod store;
+
+use std::collections::BTreeMap;
+
+use agentrl_core::{
+    TenantId,
+    judge::{Judgment, TaskType, Usage},
+    verify::{self, Context, Outcome, Request, TestExecution, VerifyConfig},
+};
+use agentrl_diff::{InputError, Lang, Scorer, Snapshot};
+use agentrl_store::{StoreError, ports::Queue, retry::now_ms};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+pub use run::{EVALUATION_DEADLINE, Evaluator};
+pub(crate) use store::EvaluationStore;
+
+use crate::executions::{self, ReadError};
+use crate::repo::RewardRepo;
+
+/// Most named checks one evaluation takes.
+const MAX_CHECKS: usize = 100;
+
+/// `POST /v1/evaluations`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EvaluationRequest {
+    /// The execution the verdict is recorded on.
+    pub execution_id: String,
+    /// `code`, `text` or `design`: chooses the judges.
+    pub task_type: TaskType,
+    /// The task as the judges should read it; default: the execution's input.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// The work as text; default: the execution's output.
+    #[serde(default)]
+    pub output: Option<String>,
+    /// The change the agent made (required for `code`), as `/v1/diffs/score` takes it.
+    #[serde(default)]
+    pub change: Option<ChangeBody>,
+    /// Test results: `{tests_passed, tests_total}` or `{junit_xml}` (the `test_execution`
+    /// verifier's parameters).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub tests: Option<TestExecution>,
+    /// Named pass/fail checks (the `automated_check` verifier's `checks`).
+    #[serde(default)]
+    pub checks: Option<BTreeMap<String, bool>>,
+}
+
+/// A change: both snapshots of the files it touches.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChangeBody {
+    pub before: SnapshotBody,
+    pub after: SnapshotBody,
+    /// Parse every file as this language instead of by extension.
+    #[serde(default)]
+    pub language: Option<String>,
+}
+
+/// One side of a change.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SnapshotBody {
+    /// Path → full content (UTF-8).
+    pub files: Snapshot,
+}
+
+/// Where an evaluation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum EvaluationStatus {
+    /// Waiting for the worker.
+    Queued,
+    /// The worker is on it: `progress` counts the parts done.
+    Running,
+    /// The report is ready and the verdict is recorded on the execution.
+    Completed,
+    /// It could not be done: see `error` (nothing was recorded on the execution).
+    Failed,
+}
+
+/// Parts done of an evaluation's total (rule checks, tests, diff, each judge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub(crate) struct Progress {
+    pub done: u32,
+    pub total: u32,
+}
+
+/// An evaluation, as stored and shown.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub(crate) struct Evaluation {
+    pub evaluation_id: String,
+    pub execution_id: String,
+    pub task_type: TaskType,
+    pub status: EvaluationStatus,
+    pub progress: Progress,
+    /// Epoch ms.
+    pub created_at_ms: u64,
+    /// Epoch ms of the last change of status or progress.
+    pub updated_at_ms: u64,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The report, once completed.
+    pub report: Option<Report>,
+}
+
+/// What an evaluation found.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub(crate) struct Report {
+    /// The verdict in [0, 1]: the confidence-weighted combination of the parts; null when no
+    /// part scored; 0 on a safety violation.
+    pub reward: Option<f64>,
+    /// Confidence of the verdict, in [0, 1].
+    pub confidence: f64,
+    /// A part found something unsafe (a failed safety check, a hard reward-hacking flag, a
+    /// safety judge's score ≤ 2).
+    pub safety_violation: bool,
+    /// Each part's outcome, by name (`checks`, `tests`, `diff`, `judge:<kind>`).
+    #[schema(value_type = Object)]
+    pub parts: BTreeMap<String, Outcome>,
+    /// The diff-score report of the change, when one was given.
+    #[schema(value_type = Option<Object>)]
+    pub diff: Option<Value>,
+    /// Each judgment with its model, tokens, calls and latency.
+    pub judgments: Vec<Judgment>,
+    /// Tokens the judges used for this evaluation (cached judgments cost none).
+    pub judge_usage: Usage,
+    /// The verification recorded on the execution (its id is the evaluation's).
+    pub verification_id: String,
+}
+
+/// Why an evaluation was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SubmitError {
+    #[error("no such execution")]
+    ExecutionNotFound,
+    #[error(transparent)]
+    Invalid(#[from] agentrl_core::FieldError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The queue refused the message; the evaluation is stored but will not run.
+    #[error("the evaluation could not be queued: {0}")]
+    Enqueue(StoreError),
+}
+
+impl From<ReadError> for SubmitError {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::NotFound => Self::ExecutionNotFound,
+            ReadError::Store(e) => Self::Store(e),
+        }
+    }
+}
+
+/// The queue message of an evaluation: who and which, nothing else (the request is stored).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Job {
+    tenant: String,
+    evaluation_id: String,
+}
+
+/// The parts an evaluation of `request` has: rule checks, tests, diff, the judges.
+fn parts(request: &EvaluationRequest) -> u32 {
+    1 + u32::from(request.tests.is_some())
+        + u32::from(request.change.is_some())
+        + request.task_type.judges().len() as u32
+}
+
+/// Checks what can be checked before the work is queued, so a malformed request is a 400
+/// now rather than a failed evaluation later.
+fn check(
+    request: &EvaluationRequest,
+    scorer: &Scorer,
+    config: &VerifyConfig,
+) -> Result<(), agentrl_core::FieldError> {
+    use agentrl_core::FieldError;
+    if request.task_type == TaskType::Code && request.change.is_none() {
+        return Err(FieldError::new("change", "is required for task_type code"));
+    }
+    if let Some(change) = &request.change {
+        if let Some(name) = &change.language
+            && Lang::from_name(name).is_none()
+        {
+            return Err(FieldError::new("change.language", Lang::NAMES));
+        }
+        scorer
+            .check(&change.before.files, &change.after.files)
+            .map_err(|e: InputError| FieldError::new("change", e.to_string()))?;
+    }
+    if request
+        .checks
+        .as_ref()
+        .is_some_and(|c| c.len() > MAX_CHECKS)
+    {
+        return Err(FieldError::new(
+            "checks",
+            format!("at most {MAX_CHECKS} checks"),
+        ));
+    }
+    if let Some(tests) = &request.tests {
+        verify::run(
+            &Request::TestExecution(tests.clone()),
+            &Context { output: "", config },
+        )
+        .map_err(|e| e.within("tests"))?;
+    }
+    Ok(())
+}
+
+/// Accepts an evaluation: checks it, stores it and queues it for the worker.
+pub(crate) async fn submit(
+    repo: &RewardRepo,
+    store: &EvaluationStore,
+    queue: &dyn Queue,
+    scorer: &Scorer,
+    tenant: &TenantId,
+    request: EvaluationRequest,
+) -> Result<Evaluation, SubmitError> {
+    executions::read(repo, tenant, &request.execution_id).await?;
+    let config = repo.config(tenant).await?;
+    check(&request, scorer, &config)?;
+    let now = now_ms();
+    let evaluation = Evaluation {
+        evaluation_id: uuid::Uuid::now_v7().to_string(),
+        execution_id: request.execution_id.clone(),
+        task_type: request.task_type,
+        status: EvaluationStatus::Queued,
+        progress: Progress {
+            done: 0,
+            total: parts(&request),
+        },
+        created_at_ms: now,
+        updated_at_ms: now,
+        error: None,
+        report: None,
+    };
+    store.create(tenant, &evaluation, &request).await?;
+    let job = serde_json::to_string(&Job {
+        tenant: tenant.to_string(),
+        evaluation_id: evaluation.evaluation_id.clone(),
+    })
+    .map_err(|e| StoreError::Backend(e.into()))?;
+    queue.send(&job).await.map_err(SubmitError::Enqueue)?;
+    Ok(evaluation)
+}
+
+/// An evaluation of the tenant.
+pub(crate) async fn read(
+    store: &EvaluationStore,
+    tenant: &TenantId,
+    id: &str,
+) -> Result<Option<Evaluation>, StoreError> {
+    Ok(store.get(tenant, id).await?.map(|(e, _)| e))
+}

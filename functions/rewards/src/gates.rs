@@ -1,0 +1,97 @@
+//! Critic gates: the critic model scores a pipeline stage's artifact on the stage's rubric
+//! and the gate rule (shared with the budget's loop limit) says pass, refine or escalate.
+
+use std::time::{Duration, Instant};
+
+use agentrl_core::{
+    TenantId,
+    judge::{GateDecision, Judgment, Source, Stage, Subject, decide},
+};
+use agentrl_store::StoreError;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::judges::{Ask, Judges};
+
+/// A gate answers within API Gateway's 30 s limit, retries included.
+const GATE_DEADLINE: Duration = Duration::from_secs(25);
+
+/// `POST /v1/gates/{stage}/check`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GateCheckBody {
+    /// What the stage produced (a triage, research notes, a response).
+    pub artifact: String,
+    /// The request the pipeline is working on, as context for the critic.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// Refinement rounds this artifact has been through already (0 on the first check).
+    #[serde(default)]
+    pub refinements: u32,
+}
+
+/// The gate's answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct GateCheck {
+    pub stage: Stage,
+    /// `pass`, `refine` or `escalate_to_human`.
+    pub decision: GateDecision,
+    /// The critic's score (1–10); null when it could not judge.
+    pub score: Option<f64>,
+    /// The stage's pass mark.
+    pub threshold: f64,
+    /// As sent.
+    pub refinements: u32,
+    /// Rounds allowed before a human takes over.
+    pub max_refinements: u32,
+    /// What to fix (the critic's reasoning) when the decision is not `pass`, or why the critic
+    /// could not judge.
+    pub reasons: Option<String>,
+    /// The critic's judgment with its model, tokens and latency.
+    pub judgment: Judgment,
+}
+
+/// Longest artifact or task a gate takes (the prompt keeps the first 24 000 characters).
+pub(crate) const MAX_ARTIFACT_BYTES: usize = 256 * 1024;
+
+/// Checks `body` at `stage`'s gate.
+pub(crate) async fn check(
+    judges: &Judges,
+    t: &TenantId,
+    stage: Stage,
+    body: &GateCheckBody,
+) -> Result<GateCheck, StoreError> {
+    let config = judges.config(t).await?;
+    let ask = Ask {
+        rubric: stage.rubric(),
+        subject: Subject {
+            task: body.task.as_deref().unwrap_or(""),
+            output: Some(&body.artifact),
+            change: None,
+        },
+        diff: None,
+        deadline: Instant::now() + GATE_DEADLINE,
+    };
+    let judgment = judges.judge(t, &config, &ask).await?;
+    // Only a model's score opens a gate; stage rubrics have no rule-based stand-in.
+    let score = judgment.score.filter(|_| judgment.source == Source::Model);
+    let threshold = config.gates.of(stage);
+    let decision = decide(score, threshold, body.refinements, config.max_refinements);
+    let reasons = match decision {
+        GateDecision::Pass => None,
+        _ => judgment
+            .reasoning
+            .clone()
+            .or_else(|| judgment.reason.clone()),
+    };
+    Ok(GateCheck {
+        stage,
+        decision,
+        score,
+        threshold,
+        refinements: body.refinements,
+        max_refinements: config.max_refinements,
+        reasons,
+        judgment,
+    })
+}

@@ -1,0 +1,84 @@
+//! `POST /v1/evaluations` and `GET /v1/evaluations/{id}`.
+
+use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header::LOCATION},
+};
+
+use crate::{
+    RewardState,
+    evaluations::{self, Evaluation, EvaluationRequest, SubmitError},
+};
+
+impl From<SubmitError> for ApiError {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::ExecutionNotFound => {
+                ApiError::not_found("execution").with_field("execution_id")
+            }
+            SubmitError::Invalid(e) => e.into(),
+            SubmitError::Store(e) => e.into(),
+            SubmitError::Enqueue(e) => ApiError::from_enqueue(e),
+        }
+    }
+}
+
+/// Evaluate an execution's work: rule checks, diff scoring and model judges.
+///
+/// Answers 202 at once with the evaluation id; the evaluation worker runs the parts (the task
+/// type's three judges, the change's diff score, the tests and checks), combines them with
+/// confidence weighting and records the verdict as an `evaluation` verification on the
+/// execution. `GET /v1/evaluations/{id}` shows the progress and then the report.
+#[utoipa::path(post, path = "/v1/evaluations", tag = "judges",
+    request_body = EvaluationRequest,
+    responses(
+        (status = 202, description = "Accepted and queued", body = Evaluation,
+            headers(("Location" = String, description = "The evaluation's URL"))),
+        (status = 400, description = "Malformed request (the field is named)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such execution for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body over the limit", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The queue is unavailable; retry", body = Problem, content_type = "application/problem+json"),
+    ))]
+#[tracing::instrument(skip_all, fields(execution_id = %request.execution_id))]
+pub(crate) async fn create(
+    State(state): State<RewardState>,
+    Tenant(tenant): Tenant,
+    ValidJson(request): ValidJson<EvaluationRequest>,
+) -> Result<(StatusCode, HeaderMap, Json<Evaluation>), ApiError> {
+    let evaluation = evaluations::submit(
+        &state.repo,
+        &state.evaluations,
+        state.queue.as_ref(),
+        &state.scorer,
+        &tenant,
+        request,
+    )
+    .await?;
+    let mut headers = HeaderMap::new();
+    if let Ok(location) =
+        HeaderValue::from_str(&format!("/v1/evaluations/{}", evaluation.evaluation_id))
+    {
+        headers.insert(LOCATION, location);
+    }
+    Ok((StatusCode::ACCEPTED, headers, Json(evaluation)))
+}
+
+/// Read an evaluation: its status, progress and, once completed, its report.
+#[utoipa::path(get, path = "/v1/evaluations/{id}", tag = "judges",
+    params(("id" = String, Path, description = "The evaluation id")),
+    responses(
+        (status = 200, description = "The evaluation", body = Evaluation),
+        (status = 404, description = "No such evaluation for this tenant", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn read(
+    State(state): State<RewardState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+) -> Result<Json<Evaluation>, ApiError> {
+    evaluations::read(&state.evaluations, &tenant, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("evaluation"))
+}

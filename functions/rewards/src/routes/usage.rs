@@ -1,0 +1,65 @@
+//! `GET /v1/judges/usage`.
+
+use std::collections::BTreeMap;
+
+use agentrl_http::{ApiError, Problem, Tenant, query::window};
+use axum::{
+    Json,
+    extract::{Query, State},
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{RewardState, judges::ModelUsage};
+
+/// Query string.
+#[derive(Debug, Deserialize)]
+pub(crate) struct UsageParams {
+    from: Option<String>,
+    to: Option<String>,
+}
+
+/// Judge usage and cost over a window.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct UsageReport {
+    /// Epoch ms, inclusive.
+    pub from: u64,
+    /// Epoch ms, exclusive.
+    pub to: u64,
+    /// By model.
+    pub models: BTreeMap<String, ModelUsage>,
+    /// All models together.
+    pub total: ModelUsage,
+}
+
+/// Tokens, provider calls and cost of the tenant's judges, by model.
+///
+/// Costs are computed when each judgment is made, at the tenant's `prices` of that time
+/// (`PUT /v1/config/judges`); judgments of unpriced models are counted apart.
+#[utoipa::path(get, path = "/v1/judges/usage", tag = "judges",
+    params(
+        ("from" = Option<u64>, Query, description = "Epoch ms, inclusive (default 0)"),
+        ("to" = Option<u64>, Query, description = "Epoch ms, exclusive (default: now and later)"),
+    ),
+    responses(
+        (status = 200, description = "Usage by model", body = UsageReport),
+        (status = 400, description = "Malformed or reversed window", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn usage(
+    State(state): State<RewardState>,
+    Tenant(tenant): Tenant,
+    Query(params): Query<UsageParams>,
+) -> Result<Json<UsageReport>, ApiError> {
+    let (from, to) = window(params.from.as_deref(), params.to.as_deref(), 0)?;
+    let models = state.judges.usage(&tenant, from, to).await?;
+    let mut total = ModelUsage::default();
+    for m in models.values() {
+        total.add(m);
+    }
+    Ok(Json(UsageReport {
+        from,
+        to,
+        models,
+        total,
+    }))
+}

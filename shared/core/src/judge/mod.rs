@@ -1,0 +1,21 @@
+//! Model judges, critic gates and evaluations, the pure part: rubrics and prompts, reply
+//! validation, tenant settings, the gate rule, cost, and how an evaluation's parts combine.
+//! The provider calls, the cache and the queue live in `functions/rewards`.
+
+mod config;
+mod cost;
+mod evaluation;
+mod gate;
+pub mod reply;
+mod rubric;
+
+pub use config::{Fallback, GateThresholds, JudgeConfig, Price};
+pub use cost::Usage;
+pub use evaluation::{
+    DiffFacts, Judgment, Source, TaskType, UNSAFE_SCORE, artifact_checks, combine, rule_score,
+};
+pub use gate::{GateDecision, decide};
+pub use reply::Reply;
+pub use rubric::{
+    ChatMessage, JudgeKind, MAX_PART_CHARS, Role, Rubric, Stage, Subject, messages, repair,
+};
