@@ -250,8 +250,7 @@ pub async fn start(
         stores.evaluations.clone(),
         DrainOptions {
             max_messages: 10,
-            // Longer than an evaluation may take, as the deployed queue's visibility timeout.
-            visibility: agentrl_rewards::EVALUATION_DEADLINE * 6,
+            visibility: agentrl_rewards::VISIBILITY_TIMEOUT,
             ..DrainOptions::default()
         },
         stop.subscribe(),

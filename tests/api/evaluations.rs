@@ -74,8 +74,8 @@ async fn execution(s: &Stack) -> String {
     created["execution_id"].as_str().unwrap().to_owned()
 }
 
-async fn evaluate(s: &Stack, execution: &str, pager: &str, test: &str) -> Value {
-    let body = json!({
+fn request(execution: &str, pager: &str, test: &str) -> Value {
+    json!({
         "execution_id": execution,
         "task_type": "code",
         "change": {
@@ -83,7 +83,11 @@ async fn evaluate(s: &Stack, execution: &str, pager: &str, test: &str) -> Value 
             "after": {"files": {"pager.py": pager, "test_pager.py": test}},
         },
         "tests": {"tests_passed": 1, "tests_total": 1},
-    });
+    })
+}
+
+async fn evaluate(s: &Stack, execution: &str, pager: &str, test: &str) -> Value {
+    let body = request(execution, pager, test);
     let (status, accepted, headers) = s
         .send("POST", "/v1/evaluations", Some(&s.key_a), Some(&body))
         .await;
@@ -94,6 +98,35 @@ async fn evaluate(s: &Stack, execution: &str, pager: &str, test: &str) -> Value 
         format!("/v1/evaluations/{id}").as_str()
     );
     finished(s, id).await
+}
+
+/// A client retrying its POST with the same `Idempotency-Key` gets the first answer back, and
+/// only one evaluation runs.
+async fn retried_submission(s: &Stack, pager: &str) {
+    let execution = execution(s).await;
+    let body = request(&execution, pager, TEST);
+    let mut ids = Vec::new();
+    for attempt in 0..2 {
+        let response = s
+            .http
+            .post(format!("{}/v1/evaluations", s.base))
+            .bearer_auth(&s.key_a)
+            .header("Idempotency-Key", "evaluate-once")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 202);
+        let replayed = response.headers().get("idempotency-replayed").is_some();
+        assert_eq!(replayed, attempt == 1);
+        let accepted: Value = response.json().await.unwrap();
+        ids.push(accepted["evaluation_id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids[0], ids[1]);
+    let done = finished(s, &ids[0]).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let r = reward(s, &execution).await;
+    assert_eq!(r["verifications"].as_array().unwrap().len(), 1, "{r}");
 }
 
 async fn finished(s: &Stack, id: &str) -> Value {
@@ -194,6 +227,12 @@ async fn scenario(s: Stack) {
         "{r}"
     );
     assert_eq!(provider.received().len(), 6, "three judges per evaluation");
+    retried_submission(&s, &fixed_pager).await;
+    assert_eq!(
+        provider.received().len(),
+        6,
+        "the same artifact is judged from the cache"
+    );
 
     // Redelivered jobs: one already completed, one whose worker died after recording the
     // verdict but before completing the report. Neither calls a judge nor counts twice.

@@ -36,7 +36,8 @@ pub(crate) struct GateCheck {
     pub stage: Stage,
     /// `pass`, `refine` or `escalate_to_human`.
     pub decision: GateDecision,
-    /// The critic's score (1–10); null when it could not judge.
+    /// The critic's score (1–10); null when it could not judge or was not confident enough
+    /// (the judgment still shows what it said).
     pub score: Option<f64>,
     /// The stage's pass mark.
     pub threshold: f64,
@@ -54,12 +55,14 @@ pub(crate) struct GateCheck {
 /// Longest artifact or task a gate takes (the prompt keeps the first 24 000 characters).
 pub(crate) const MAX_ARTIFACT_BYTES: usize = 256 * 1024;
 
-/// Checks `body` at `stage`'s gate.
+/// Checks `body` at `stage`'s gate; a critic less confident than `min_confidence` (the
+/// tenant's `judge_min_confidence`) cannot pass work.
 pub(crate) async fn check(
     judges: &Judges,
     t: &TenantId,
     stage: Stage,
     body: &GateCheckBody,
+    min_confidence: f64,
 ) -> Result<GateCheck, StoreError> {
     let config = judges.config(t).await?;
     let ask = Ask {
@@ -73,8 +76,10 @@ pub(crate) async fn check(
         deadline: Instant::now() + GATE_DEADLINE,
     };
     let judgment = judges.judge(t, &config, &ask).await?;
-    // Only a model's score opens a gate; stage rubrics have no rule-based stand-in.
-    let score = judgment.score.filter(|_| judgment.source == Source::Model);
+    // Only a confident model's score counts; stage rubrics have no rule-based stand-in.
+    let confident = judgment.source == Source::Model
+        && judgment.confidence.is_some_and(|c| c >= min_confidence);
+    let score = judgment.score.filter(|_| confident);
     let threshold = config.gates.of(stage);
     let decision = decide(score, threshold, body.refinements, config.max_refinements);
     let reasons = match decision {

@@ -31,7 +31,7 @@ use axum::{
 };
 use utoipa::OpenApi;
 
-pub use evaluations::{EVALUATION_DEADLINE, Evaluator};
+pub use evaluations::{Evaluator, VISIBILITY_TIMEOUT};
 pub use judges::Provider;
 pub use repo::RewardRepo;
 

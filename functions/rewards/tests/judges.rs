@@ -32,7 +32,13 @@ struct Harness {
 }
 
 impl Harness {
+    /// The app with no deployment provider: tenants bring their own.
     fn new() -> Self {
+        Self::deployed(None)
+    }
+
+    /// The app whose deployment provider is at `base_url`, with the key `sk-test`.
+    fn deployed(base_url: Option<&str>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let stores = Stores::embedded(dir.path()).unwrap();
         let options = AppOptions {
@@ -41,7 +47,7 @@ impl Harness {
             body_limit: MAX_BODY_BYTES,
             ..agentrl_http::lambda::options("rewards")
         };
-        let provider = Provider::new(Some("sk-test".into()), None).unwrap();
+        let provider = Provider::new(Some("sk-test".into()), base_url.map(str::to_owned)).unwrap();
         let state = RewardState::new(
             stores.table.clone(),
             stores.objects.clone(),
@@ -56,8 +62,14 @@ impl Harness {
 
     /// Points the tenant's judges at `server`, with fast timeouts for the tests.
     async fn use_provider(&self, server: &ChatServer, timeout_ms: u64, max_retries: u32) {
+        self.configure(Some(&server.base_url), timeout_ms, max_retries)
+            .await;
+    }
+
+    /// The tenant's judge settings: its own provider at `base_url`, or the deployment's.
+    async fn configure(&self, base_url: Option<&str>, timeout_ms: u64, max_retries: u32) {
         let config = json!({
-            "base_url": server.base_url,
+            "base_url": base_url,
             "judge_model": "big-judge",
             "critic_model": "small-critic",
             "timeout_ms": timeout_ms,
@@ -90,9 +102,9 @@ impl Harness {
 
 #[tokio::test]
 async fn a_good_reply_is_one_call_with_the_key_the_critic_model_and_a_schema_request() {
-    let h = Harness::new();
     let server = ChatServer::start(|_, _| Scripted::judgment(8.0, 0.9, "clear and correct")).await;
-    h.use_provider(&server, 2_000, 2).await;
+    let h = Harness::deployed(Some(&server.base_url));
+    h.configure(None, 2_000, 2).await;
     let gate = h.gate("response", "Use the musl target.", 0).await;
     assert_eq!(gate["decision"], "pass", "{gate}");
     assert_eq!(
@@ -126,6 +138,37 @@ async fn a_good_reply_is_one_call_with_the_key_the_critic_model_and_a_schema_req
     assert_eq!(again["judgment"]["cached"], true, "{again}");
     assert_eq!(again["judgment"]["calls"], 0);
     assert_eq!(server.received().len(), 1);
+}
+
+#[tokio::test]
+async fn the_deployment_key_never_goes_to_a_tenant_chosen_provider() {
+    let deployment = ChatServer::start(|_, _| Scripted::judgment(8.0, 0.9, "ok")).await;
+    let tenants = ChatServer::start(|_, _| Scripted::judgment(8.0, 0.9, "ok")).await;
+    let h = Harness::deployed(Some(&deployment.base_url));
+    h.use_provider(&tenants, 2_000, 0).await;
+    let gate = h.gate("response", "an answer", 0).await;
+    assert_eq!(gate["decision"], "pass", "{gate}");
+    let sent = tenants.received();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].authorization, None,
+        "no credentials for the tenant's URL"
+    );
+    assert!(deployment.received().is_empty());
+}
+
+#[tokio::test]
+async fn an_unsure_critic_passes_nothing() {
+    let h = Harness::new();
+    let server = ChatServer::start(|_, _| Scripted::judgment(10.0, 0.2, "probably fine?")).await;
+    h.use_provider(&server, 2_000, 0).await;
+    let gate = h.gate("triage", "bug, P3", 0).await;
+    assert_eq!(gate["decision"], "escalate_to_human", "{gate}");
+    assert_eq!(gate["score"], Value::Null);
+    assert_eq!(
+        gate["judgment"]["score"], 10.0,
+        "what the critic said is kept"
+    );
 }
 
 #[tokio::test]

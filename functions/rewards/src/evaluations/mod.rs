@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-pub use run::{EVALUATION_DEADLINE, Evaluator};
+pub use run::{Evaluator, VISIBILITY_TIMEOUT};
 pub(crate) use store::EvaluationStore;
 
 use crate::executions::{self, ReadError};
@@ -88,7 +88,8 @@ pub(crate) enum EvaluationStatus {
     Running,
     /// The report is ready and the verdict is recorded on the execution.
     Completed,
-    /// It could not be done: see `error` (nothing was recorded on the execution).
+    /// It could not be done: see `error`. Nothing was recorded on the execution, unless an
+    /// earlier delivery recorded the verdict before the one that gave up.
     Failed,
 }
 
@@ -151,7 +152,7 @@ pub(crate) enum SubmitError {
     Invalid(#[from] agentrl_core::FieldError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The queue refused the message; the evaluation is stored but will not run.
+    /// The queue refused the message; the evaluation is marked failed.
     #[error("the evaluation could not be queued: {0}")]
     Enqueue(StoreError),
 }
@@ -254,7 +255,16 @@ pub(crate) async fn submit(
         evaluation_id: evaluation.evaluation_id.clone(),
     })
     .map_err(|e| StoreError::Backend(e.into()))?;
-    queue.send(&job).await.map_err(SubmitError::Enqueue)?;
+    if let Err(e) = queue.send(&job).await {
+        // Nothing will run it: say so on the record, so a client polling it is not left waiting.
+        let failed = Evaluation {
+            status: EvaluationStatus::Failed,
+            error: Some(format!("could not be queued: {e}")),
+            ..evaluation
+        };
+        store.update(tenant, &failed).await?;
+        return Err(SubmitError::Enqueue(e));
+    }
     Ok(evaluation)
 }
 

@@ -18,7 +18,7 @@ use agentrl_core::{
 use agentrl_diff::{Lang, Scorer, Snapshot, Weights};
 use agentrl_http::sqs::Consumer;
 use agentrl_store::{
-    StoreError,
+    MAX_RECEIVES, StoreError,
     ports::{Message, Objects, Queue, Table},
     retry::now_ms,
     tenant_config::TenantConfig,
@@ -32,9 +32,12 @@ use crate::{
     repo::{RewardRepo, Verification},
 };
 
-/// How long one evaluation may take, judges included (the worker's Lambda timeout is 180 s
-/// and the queue's visibility timeout six times that).
-pub const EVALUATION_DEADLINE: Duration = Duration::from_secs(120);
+/// How long one evaluation may take, judges included (the worker's Lambda timeout is 180 s).
+const EVALUATION_DEADLINE: Duration = Duration::from_secs(120);
+
+/// How long a received evaluation stays invisible to other workers: the deployed queue's
+/// (`template.yaml`, six times the worker's 180 s timeout), so one worker has it at a time.
+pub const VISIBILITY_TIMEOUT: Duration = Duration::from_secs(1080);
 
 /// Why a message was not handled.
 enum Failure {
@@ -98,10 +101,40 @@ impl Evaluator {
                     }
                 }
             }
+            Failure::Transient(reason) if message.receive_count >= MAX_RECEIVES => {
+                // The queue would park it next; the evaluation must not stay "running".
+                let reason = format!("gave up after {} attempts: {reason}", message.receive_count);
+                self.give_up(message, &reason).await
+            }
             Failure::Transient(reason) => {
                 tracing::warn!(message_id = %message.id, %reason, "evaluation will be retried");
                 Some(message.id.clone())
             }
+        }
+    }
+
+    /// Marks the message's evaluation failed and dead-letters the message; `Some(id)` when
+    /// either write fails (the queue's own redrive then parks it).
+    async fn give_up(&self, message: &Message, reason: &str) -> Option<String> {
+        tracing::error!(message_id = %message.id, %reason, "evaluation failed for good");
+        let job = serde_json::from_str::<Job>(&message.body).ok();
+        let tenant = job.as_ref().and_then(|j| TenantId::parse(&j.tenant).ok());
+        if let (Some(job), Some(tenant)) = (job, tenant) {
+            let marked = match self.store.get(&tenant, &job.evaluation_id).await {
+                Ok(Some((evaluation, _))) => self
+                    .fail(&tenant, evaluation, reason.to_owned())
+                    .await
+                    .is_ok(),
+                Ok(None) => true,
+                Err(_) => false,
+            };
+            if !marked {
+                return Some(message.id.clone());
+            }
+        }
+        match self.queue.dead_letter(message, reason).await {
+            Ok(()) => None,
+            Err(_) => Some(message.id.clone()),
         }
     }
 
@@ -184,8 +217,9 @@ impl Evaluator {
             .change
             .as_ref()
             .is_some_and(|c| c.before.files != c.after.files);
-        let mut checks = artifact_checks(request.task_type, output, changed);
-        checks.extend(request.checks.clone().unwrap_or_default());
+        // The computed checks come last: a client cannot vouch for them.
+        let mut checks = request.checks.clone().unwrap_or_default();
+        checks.extend(artifact_checks(request.task_type, output, changed));
         let check = Request::AutomatedCheck(AutomatedCheck {
             checks,
             safety_violation: false,
@@ -284,11 +318,12 @@ impl Evaluator {
             verification_id: id.clone(),
             execution_id: request.execution_id.clone(),
             method: Method::Evaluation,
-            outcome: verdict.clone(),
+            outcome: verdict,
             created_at_ms: now_ms(),
         };
-        match executions::fold(&self.repo, t, verification, None).await {
-            Ok(_) => {}
+        // A re-run after a crash finds the verdict it recorded then: the report shows that one.
+        let recorded = match executions::fold(&self.repo, t, verification, None).await {
+            Ok(recorded) => recorded.outcome,
             Err(VerifyError::Contended) => {
                 return Err(Failure::Transient("the execution is contended".to_owned()));
             }
@@ -298,14 +333,14 @@ impl Evaluator {
                     .fail(t, evaluation, format!("the verdict was not recorded: {e}"))
                     .await;
             }
-        }
+        };
         let judge_usage = judgments
             .iter()
             .fold(Usage::default(), |sum, (_, j)| sum.plus(j.usage));
         evaluation.report = Some(Report {
-            reward: verdict.value,
-            confidence: verdict.confidence,
-            safety_violation: verdict.safety_violation,
+            reward: recorded.value,
+            confidence: recorded.confidence,
+            safety_violation: recorded.safety_violation,
             parts,
             diff,
             judgments: judgments.into_iter().map(|(_, j)| j).collect(),

@@ -72,7 +72,8 @@ impl EvaluationStore {
             .transpose()
     }
 
-    /// Replaces an evaluation's record (one worker owns a queued evaluation at a time).
+    /// Replaces an evaluation's record: unconditionally, as the queue's visibility timeout
+    /// (longer than an evaluation may run) keeps one worker on an evaluation at a time.
     pub(crate) async fn update(
         &self,
         t: &TenantId,

@@ -2,6 +2,10 @@
 //! jittered exponential backoff after a 429, a 5xx, a timeout or a dropped connection (a
 //! `Retry-After` header wins over the backoff), within a deadline, at most `max_concurrency`
 //! calls in flight per tenant in this process.
+//!
+//! The deployment's API key goes only to the deployment's provider (`AGENTRL_JUDGE_BASE_URL`):
+//! a tenant that points its judges elsewhere gets no credentials sent there, and redirects are
+//! never followed, so a tenant's URL cannot bounce a call somewhere its check did not see.
 
 use std::{
     collections::HashMap,
@@ -31,7 +35,8 @@ const MAX_COMPLETION_TOKENS: u32 = 600;
 /// The provider every tenant's judges call, with the deployment's credentials.
 pub struct Provider {
     http: reqwest::Client,
-    api_key: Option<String>,
+    /// The key, and the base URL it belongs to.
+    credentials: Option<(String, String)>,
     default_base_url: Option<String>,
     slots: Mutex<HashMap<TenantId, (u32, Arc<Semaphore>)>>,
 }
@@ -68,6 +73,8 @@ pub(crate) enum CallError {
     Malformed(String),
     #[error("gave up at the deadline after: {0}")]
     Deadline(Box<CallError>),
+    #[error("no time was left before the deadline")]
+    NoTime,
 }
 
 /// What one call cost, whatever its result: every attempt the provider answered is billed.
@@ -111,19 +118,25 @@ enum Attempt {
 }
 
 impl Provider {
-    /// A provider authenticating with `api_key` (none for a local server); tenants without a
-    /// `base_url` of their own use `default_base_url`.
+    /// A provider at `default_base_url` (for tenants without a `base_url` of their own),
+    /// authenticating there with `api_key` (none for a local server). Calls to any other base
+    /// URL carry no key.
     ///
     /// # Errors
     /// When the TLS backend cannot be set up.
     pub fn new(api_key: Option<String>, default_base_url: Option<String>) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
             .build()?;
+        let default_base_url = default_base_url.filter(|u| !u.is_empty());
+        let credentials = api_key
+            .filter(|k| !k.is_empty())
+            .zip(default_base_url.clone());
         Ok(Self {
             http,
-            api_key: api_key.filter(|k| !k.is_empty()),
-            default_base_url: default_base_url.filter(|u| !u.is_empty()),
+            credentials,
+            default_base_url,
             slots: Mutex::default(),
         })
     }
@@ -168,12 +181,7 @@ impl Provider {
         let mut attempt = 0;
         loop {
             if Instant::now() + call.timeout.min(Duration::from_millis(100)) > call.deadline {
-                return (
-                    Err(CallError::Deadline(Box::new(CallError::Timeout(
-                        Duration::ZERO,
-                    )))),
-                    spent,
-                );
+                return (Err(CallError::NoTime), spent);
             }
             let result = {
                 // The semaphore is never closed, so the permit is always granted.
@@ -218,7 +226,11 @@ impl Provider {
             "max_tokens": MAX_COMPLETION_TOKENS,
             "response_format": {"type": "json_object"},
         }));
-        if let Some(key) = &self.api_key {
+        if let Some((key, _)) = self
+            .credentials
+            .as_ref()
+            .filter(|(_, url)| url.trim_end_matches('/') == call.base_url.trim_end_matches('/'))
+        {
             request = request.bearer_auth(key);
         }
         let response = match request.send().await {

@@ -105,7 +105,7 @@ impl Judges {
                 started,
             ));
         };
-        let key = cache_key(rubric, model, &ask.subject);
+        let key = cache_key(rubric, base_url.trim_end_matches('/'), model, &ask.subject);
         let claimed = match self.wait_for_claim(t, &key, ask.deadline).await? {
             Claim::Cached(judgment) => return Ok(cached(judgment, started)),
             Claim::Taken => true,
@@ -186,7 +186,8 @@ impl Judges {
                 }
             },
         };
-        if spent.usage != Default::default() {
+        // Every judgment that reached the provider is counted, tokens reported or not.
+        if spent.calls > 0 {
             self.repo
                 .record_usage(
                     t,
@@ -274,11 +275,12 @@ fn deadline_seconds(deadline: Instant) -> u64 {
 }
 
 /// The cache key of a judgment: the artifact (each part length-prefixed, so parts cannot run
-/// into each other), the rubric version and the model, hashed.
-fn cache_key(rubric: &Rubric, model: &str, subject: &Subject<'_>) -> String {
+/// into each other), the rubric version, the provider and the model, hashed.
+fn cache_key(rubric: &Rubric, base_url: &str, model: &str, subject: &Subject<'_>) -> String {
     let mut hash = Sha256::new();
     for part in [
         Some(rubric.version),
+        Some(base_url),
         Some(model),
         Some(subject.task),
         subject.output,
@@ -307,13 +309,15 @@ mod tests {
             output: Some("o"),
             change: None,
         };
-        let base = cache_key(rubric, "m", &subject);
-        assert_eq!(base, cache_key(rubric, "m", &subject.clone()));
+        let base = cache_key(rubric, "u", "m", &subject);
+        assert_eq!(base, cache_key(rubric, "u", "m", &subject.clone()));
         let variants = [
-            cache_key(JudgeKind::Safety.rubric(), "m", &subject),
-            cache_key(rubric, "m2", &subject),
+            cache_key(JudgeKind::Safety.rubric(), "u", "m", &subject),
+            cache_key(rubric, "u2", "m", &subject),
+            cache_key(rubric, "u", "m2", &subject),
             cache_key(
                 rubric,
+                "u",
                 "m",
                 &Subject {
                     task: "t2",
@@ -322,6 +326,7 @@ mod tests {
             ),
             cache_key(
                 rubric,
+                "u",
                 "m",
                 &Subject {
                     output: None,
@@ -330,6 +335,7 @@ mod tests {
             ),
             cache_key(
                 rubric,
+                "u",
                 "m",
                 &Subject {
                     output: Some(""),
@@ -338,6 +344,7 @@ mod tests {
             ),
             cache_key(
                 rubric,
+                "u",
                 "m",
                 &Subject {
                     change: Some("o"),
@@ -348,6 +355,6 @@ mod tests {
         ];
         let mut all: std::collections::BTreeSet<_> = variants.into_iter().collect();
         all.insert(base);
-        assert_eq!(all.len(), 7);
+        assert_eq!(all.len(), 8);
     }
 }

@@ -1,11 +1,11 @@
 //! Where judgments, claims on them and provider usage live in the table.
 //!
 //! Layout: `tenant#judgment#KEY` (`sk = judgment`) caches a model's judgment until its TTL,
-//! where KEY hashes the artifact, the rubric version and the model; `tenant#judgment-claim#KEY`
+//! where KEY hashes the artifact, the rubric version, the provider and the model; `tenant#judgment-claim#KEY`
 //! is held (with a short TTL) by the one worker calling the provider for KEY, so a redelivered
 //! or concurrent evaluation waits for that judgment instead of paying for it twice;
-//! `tenant#judge-usage#all` holds one item per judgment the provider answered (`sk =
-//! MS#UUID`), so a usage report is one range query; `tenant#config#judges` the settings.
+//! `tenant#judge-usage#all` holds one item per judgment that reached the provider (`sk =
+//! MS#UUID`, MS zero-padded to 20 digits), so a usage report is one range query; `tenant#config#judges` the settings.
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -41,7 +41,7 @@ pub(crate) struct UsageRecord {
 /// Usage of one model over a window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
 pub(crate) struct ModelUsage {
-    /// Judgments the provider answered.
+    /// Judgments that reached the provider (answered or not).
     pub judgments: u64,
     /// Provider calls (retries and repairs included).
     pub calls: u64,
@@ -181,7 +181,7 @@ impl JudgeRepo {
             .put(Put {
                 key: Key::new(
                     usage_pk(t),
-                    format!("{:013}#{}", record.at_ms, uuid::Uuid::now_v7()),
+                    format!("{:020}#{}", record.at_ms, uuid::Uuid::now_v7()),
                 ),
                 doc: encode(record)?,
                 expires_at: Some(record.at_ms / 1000 + USAGE_TTL_SECONDS),
@@ -201,11 +201,12 @@ impl JudgeRepo {
         let mut totals: BTreeMap<String, ModelUsage> = BTreeMap::new();
         let mut query = Query {
             pk: usage_pk(t),
-            // Sort keys are `MS#UUID` with MS zero-padded: `MS#` sorts before `MS#uuid`,
-            // and the upper bound `TO-1#~` after every uuid of the last included millisecond.
+            // Sort keys are `MS#UUID` with MS zero-padded to u64's 20 digits, so any bound
+            // compares as a number: `MS#` sorts before `MS#uuid`, and `TO-1#~` after every
+            // uuid of the last included millisecond.
             range: SortRange::Between(
-                format!("{from:013}#"),
-                format!("{:013}#~", to.saturating_sub(1)),
+                format!("{from:020}#"),
+                format!("{:020}#~", to.saturating_sub(1)),
             ),
             limit: 1000,
             cursor: None,

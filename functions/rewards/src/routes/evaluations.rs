@@ -1,6 +1,7 @@
 //! `POST /v1/evaluations` and `GET /v1/evaluations/{id}`.
 
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
+use agentrl_store::StoreError;
 use axum::{
     Json,
     extract::{Path, State},
@@ -20,7 +21,13 @@ impl From<SubmitError> for ApiError {
             }
             SubmitError::Invalid(e) => e.into(),
             SubmitError::Store(e) => e.into(),
-            SubmitError::Enqueue(e) => ApiError::from_enqueue(e),
+            SubmitError::Enqueue(StoreError::Invalid(reason)) => {
+                ApiError::from_enqueue(StoreError::Invalid(reason))
+            }
+            SubmitError::Enqueue(e) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the evaluation queue is unavailable ({e}); retry"),
+            ),
         }
     }
 }
@@ -39,7 +46,7 @@ impl From<SubmitError> for ApiError {
         (status = 400, description = "Malformed request (the field is named)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such execution for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Body over the limit", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The queue is unavailable; retry", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The queue is unavailable (the evaluation is marked failed); retry", body = Problem, content_type = "application/problem+json"),
     ))]
 #[tracing::instrument(skip_all, fields(execution_id = %request.execution_id))]
 pub(crate) async fn create(

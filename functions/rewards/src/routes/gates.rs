@@ -17,7 +17,8 @@ use crate::{
 /// The tenant's critic model scores the artifact on the stage's rubric (docs/judges.md):
 /// at or above the stage's pass mark it is `pass`; below it `refine` with the critic's
 /// reasons, until `refinements` reaches the tenant's `max_refinements` (the budget's loop
-/// limit by default), then `escalate_to_human`. A critic that cannot answer escalates.
+/// limit by default), then `escalate_to_human`. A critic that cannot answer, or answers with
+/// less confidence than the tenant's `judge_min_confidence`, escalates.
 #[utoipa::path(post, path = "/v1/gates/{stage}/check", tag = "judges",
     params(("stage" = Stage, Path, description = "triage, research or response")),
     request_body = GateCheckBody,
@@ -48,7 +49,8 @@ pub(crate) async fn check(
     if body.artifact.trim().is_empty() {
         return Err(ApiError::invalid("artifact", "must not be empty"));
     }
+    let min_confidence = state.repo.config(&tenant).await?.judge_min_confidence;
     Ok(Json(
-        gates::check(&state.judges, &tenant, stage, &body).await?,
+        gates::check(&state.judges, &tenant, stage, &body, min_confidence).await?,
     ))
 }

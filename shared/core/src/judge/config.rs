@@ -17,8 +17,9 @@ use super::Stage;
 #[serde(default, deny_unknown_fields)]
 pub struct JudgeConfig {
     /// Base URL of an OpenAI-compatible API (`…/v1`; `/chat/completions` is appended). `https`,
-    /// or `http` to a loopback address (a local model server). Null: no provider, every judge
-    /// abstains (or falls back to rules).
+    /// or `http` to a loopback address (a local model server). Null: the deployment's provider
+    /// (`AGENTRL_JUDGE_BASE_URL`), and with none, every judge abstains (or falls back to rules).
+    /// Only the deployment's provider is sent the deployment's API key.
     pub base_url: Option<String>,
     /// The strong model (faithfulness and safety judges).
     pub judge_model: String,
@@ -195,12 +196,16 @@ impl JudgeConfig {
 }
 
 /// Why a provider URL is refused: tenants choose it, so it must not reach into the
-/// deployment's own network (instance metadata, private services) over plain HTTP.
+/// deployment's own network (instance metadata, private services) over plain HTTP, and
+/// `/chat/completions` must stay the end of its path (no query or fragment to swallow it).
 fn check_base_url(url: &str) -> Result<(), &'static str> {
     let (scheme, rest) = url
         .split_once("://")
         .ok_or("must be an absolute http(s) URL")?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if url.contains(['?', '#']) {
+        return Err("must not have a query or a fragment");
+    }
+    let authority = rest.split('/').next().unwrap_or_default();
     if authority.is_empty() || authority.contains('@') || url.len() > 2048 {
         return Err("must be an absolute http(s) URL with a host and no credentials");
     }
@@ -209,11 +214,19 @@ fn check_base_url(url: &str) -> Result<(), &'static str> {
         None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
     }
     .to_ascii_lowercase();
-    let metadata = host.starts_with("169.254.") || host.starts_with("fd00:ec2:");
-    if metadata {
+    let ip = host.parse::<std::net::IpAddr>().ok();
+    let link_local = match ip {
+        Some(std::net::IpAddr::V4(v4)) => v4.is_link_local(),
+        // fe80::/10, and fd00:ec2::254 (the instance metadata service over IPv6).
+        Some(std::net::IpAddr::V6(v6)) => {
+            (v6.segments()[0] & 0xffc0) == 0xfe80 || v6.segments()[..2] == [0xfd00, 0x0ec2]
+        }
+        None => false,
+    };
+    if link_local {
         return Err("must not be a link-local (instance metadata) address");
     }
-    let loopback = host == "localhost" || host.starts_with("127.") || host == "::1";
+    let loopback = host == "localhost" || ip.is_some_and(|ip| ip.is_loopback());
     match scheme {
         "https" => Ok(()),
         "http" if loopback => Ok(()),
@@ -258,6 +271,10 @@ mod tests {
             "https://[fd00:ec2::254]/",
             "https://user:pw@example.com/v1",
             "https://",
+            "http://127.attacker.example/v1",
+            "https://api.example.com/v1?x=",
+            "https://api.example.com/v1#",
+            "https://[fe80::1]/v1",
         ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }
