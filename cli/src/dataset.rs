@@ -21,7 +21,7 @@ pub struct BuildArgs {
 /// Builds the datasets and prints their manifests as JSON.
 ///
 /// # Errors
-/// Unreadable or invalid rules, a failing store.
+/// A data directory without a store, unreadable or invalid rules, a failing store.
 pub async fn run(args: &BuildArgs) -> anyhow::Result<()> {
     agentrl_http::telemetry::init();
     let rules: Rules = match &args.rules {
@@ -33,6 +33,14 @@ pub async fn run(args: &BuildArgs) -> anyhow::Result<()> {
         }
         None => Rules::default(),
     };
+    // Opening would create an empty store: a mistyped directory must not look like "no data".
+    let db = args.data_dir.join("agentrl.db");
+    anyhow::ensure!(
+        db.is_file(),
+        "{} is not an agentrl data directory (no agentrl.db): pass the --data-dir of \
+         `agentrl serve`",
+        args.data_dir.display()
+    );
     let stores = Stores::embedded(&args.data_dir)?;
     let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
     let manifests = agentrl_dataset::build(

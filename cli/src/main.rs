@@ -18,7 +18,9 @@ struct Args {
 enum Command {
     /// Serve every route of every function in one process (the local stack).
     Serve(serve::ServeArgs),
-    /// Start the local stack on a temporary port and walk through the budget API.
+    /// Start the local stack on a temporary port and walk through its APIs: budgets, diff
+    /// scoring, trajectories and datasets, reward verification, learning events, and a
+    /// training run that closes the loop (every request and answer is printed).
     Demo {
         /// Where the embedded store lives (a temporary directory when omitted).
         #[arg(long)]
