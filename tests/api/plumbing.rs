@@ -41,6 +41,71 @@ async fn health_and_openapi_are_public_and_openapi_lists_every_route() {
     s.stop().await;
 }
 
+/// Every answer the shared layers can give is declared where they apply: 401 on every
+/// protected operation; 400, 413 and 415 on every operation with a body; 409 and 422 (the
+/// idempotency layer) on every POST and PUT; 400 wherever a parameter can be refused.
+#[tokio::test]
+async fn the_document_declares_the_answers_of_the_shared_layers() {
+    let s = spawn_stack().await;
+    let (_, doc, _) = s.send("GET", "/openapi.json", None, None).await;
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let declared = |status: &str| {
+                let answer = &op["responses"][status];
+                answer.is_object()
+                    && (answer["content"]["application/problem+json"].is_object()
+                        || answer["$ref"].is_string())
+            };
+            let public = path == "/health" || path == "/openapi.json";
+            let mut expected = Vec::new();
+            if !public {
+                expected.push("401");
+            }
+            if op["requestBody"].is_object() {
+                expected.extend(["400", "413", "415"]);
+            }
+            if method == "post" || method == "put" {
+                expected.extend(["409", "422"]);
+            }
+            if op["parameters"].as_array().is_some_and(|p| !p.is_empty()) {
+                expected.push("400");
+            }
+            for status in expected {
+                assert!(
+                    declared(status),
+                    "{method} {path} does not declare {status}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked} operations");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn refused_query_strings_and_paths_are_problems_too() {
+    let s = spawn_stack().await;
+    for path in [
+        "/v1/training-examples?limit=1&limit=2",
+        "/v1/attributions?limit=abc",
+    ] {
+        let (status, body, headers) = s.send("GET", path, Some(&s.key_a), None).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(
+            headers["content-type"], "application/problem+json",
+            "{path}"
+        );
+        assert_eq!(body["status"], 400, "{path}: {body}");
+        assert!(
+            body["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{body}"
+        );
+    }
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn missing_or_wrong_credentials_are_401_problems() {
     let s = spawn_stack().await;

@@ -317,6 +317,7 @@ pub(crate) struct ProposalView {
 
 /// The estimates of a session so far.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SessionProgress)]
 pub(crate) struct ProgressView {
     /// Permutations whose marginals are folded in.
     pub permutations: u64,

@@ -1,21 +1,11 @@
 //! Request bodies. The report is the domain's own type: it is already the wire shape.
 
-use std::collections::BTreeMap;
-
 use agentrl_core::FieldError;
-use agentrl_diff::Lang;
+use agentrl_diff::{Lang, SnapshotBody};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::scoring::Change;
-
-/// One side of the change.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct SnapshotBody {
-    /// Path → full content (UTF-8). Files only on one side are added or deleted.
-    pub files: BTreeMap<String, String>,
-}
 
 /// A change to score.
 #[derive(Debug, Deserialize, ToSchema)]

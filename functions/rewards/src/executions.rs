@@ -20,6 +20,7 @@ use crate::repo::{
 /// How an execution ended, as the agent platform reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = ExecutionStatus)]
 pub(crate) enum RunStatus {
     /// It finished.
     #[default]

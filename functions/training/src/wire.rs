@@ -350,6 +350,7 @@ impl From<BaseRef> for BaseView {
 
 /// How far a run is.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = RunProgress)]
 pub(crate) struct ProgressView {
     /// `sft` or `grpo`, from the latest metrics line.
     phase: Option<String>,

@@ -15,5 +15,5 @@ pub mod tree;
 pub mod weights;
 
 pub use lang::Lang;
-pub use score::{InputError, Limits, Report, Request, Scorer, Snapshot};
+pub use score::{InputError, Limits, Report, Request, Scorer, Snapshot, SnapshotBody};
 pub use weights::{WEIGHTS_CONFIG, Weights};

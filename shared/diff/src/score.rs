@@ -70,6 +70,15 @@ pub enum InputError {
 /// A set of files: path → content.
 pub type Snapshot = BTreeMap<String, String>;
 
+/// One side of a change as the API takes it (`/v1/diffs/score`, `/v1/evaluations`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotBody {
+    /// Path → full content (UTF-8). Files only on one side are added or deleted.
+    pub files: Snapshot,
+}
+
 /// What the caller says about the change.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
@@ -83,6 +92,8 @@ pub struct Request {
 
 /// How a file differs between the snapshots.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// "Status" alone is the budget's in the merged API document.
+#[cfg_attr(feature = "openapi", schema(as = FileStatus))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {

@@ -121,6 +121,13 @@ fn merged(parts: impl IntoIterator<Item = OpenApi>) -> OpenApi {
         .build();
     doc.merge(MetaApi::openapi());
     for part in parts {
+        if cfg!(debug_assertions) {
+            let clashes = clashing_schemas(&doc, &part);
+            assert!(
+                clashes.is_empty(),
+                "different schemas under one name: {clashes:?}"
+            );
+        }
         doc.merge(part);
     }
     let components = doc.components.get_or_insert_with(Default::default);
@@ -140,7 +147,106 @@ fn merged(parts: impl IntoIterator<Item = OpenApi>) -> OpenApi {
         Vec::<String>::new(),
     )]);
     document_idempotency_key(&mut doc);
+    document_common_answers(&mut doc);
     doc
+}
+
+/// Declares the answers the shared layers give on every operation they wrap, where the
+/// operation does not declare them itself: 401 from authentication; 400 for a path or query
+/// parameter the extractors refuse; on operations with a body (POST, PUT, PATCH), 400
+/// (malformed JSON), 413 (over the body limit) and 415 (not JSON); on POST and PUT, 409 and
+/// 422 from the idempotency layer. All are problem+json.
+fn document_common_answers(doc: &mut OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder, path::Operation};
+    let problem = |description: &str| {
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/problem+json",
+                    ContentBuilder::new()
+                        .schema(Some(RefOr::Ref(Ref::from_schema_name("Problem"))))
+                        .build(),
+                )
+                .build(),
+        )
+    };
+    let add = |op: &mut Operation, status: &str, description: &str| {
+        op.responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| problem(description));
+    };
+    for item in doc.paths.paths.values_mut() {
+        for op in [item.post.as_mut(), item.put.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            add(op, "409", "The same Idempotency-Key is still in progress");
+            add(
+                op,
+                "422",
+                "The Idempotency-Key was used with another request",
+            );
+        }
+        let writes = [item.post.as_mut(), item.put.as_mut(), item.patch.as_mut()];
+        for op in writes
+            .into_iter()
+            .flatten()
+            .filter(|op| op.request_body.is_some())
+        {
+            add(
+                op,
+                "400",
+                "Malformed JSON or an invalid field (the field is named)",
+            );
+            add(op, "413", "Body over the limit");
+            add(op, "415", "Content type is not JSON");
+        }
+        let public = |op: &Operation| {
+            op.security
+                .as_ref()
+                .is_some_and(|s| s.iter().all(|r| *r == SecurityRequirement::default()))
+        };
+        let operations = [
+            item.get.as_mut(),
+            item.post.as_mut(),
+            item.put.as_mut(),
+            item.delete.as_mut(),
+            item.patch.as_mut(),
+        ];
+        for op in operations.into_iter().flatten() {
+            if op.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
+                add(
+                    op,
+                    "400",
+                    "A malformed path or query parameter (the parameter is named)",
+                );
+            }
+            if !public(op) {
+                add(op, "401", "Missing, malformed or unknown credentials");
+            }
+        }
+    }
+}
+
+/// Names `part` gives to schemas that differ from `doc`'s of the same name: merging keeps one
+/// schema per name, so such a clash would silently describe one of the types wrongly (checked
+/// in debug builds, which every test runs).
+fn clashing_schemas(doc: &OpenApi, part: &OpenApi) -> Vec<String> {
+    let (Some(ours), Some(theirs)) = (&doc.components, &part.components) else {
+        return Vec::new();
+    };
+    theirs
+        .schemas
+        .iter()
+        .filter(|(name, schema)| {
+            ours.schemas.get(*name).is_some_and(|mine| {
+                serde_json::to_value(mine).ok() != serde_json::to_value(schema).ok()
+            })
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 /// Declares the `Idempotency-Key` header on every POST and PUT operation, as the
@@ -157,7 +263,9 @@ fn document_idempotency_key(doc: &mut OpenApi) {
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .max_length(Some(255)),
+                .min_length(Some(1))
+                .max_length(Some(255))
+                .pattern(Some("^[!-~]{1,255}$")),
         ))
         .build();
     for item in doc.paths.paths.values_mut() {
@@ -207,5 +315,40 @@ pub fn app(services: Vec<Service>, options: AppOptions) -> Router {
             .into_response()
         })
         .layer(DefaultBodyLimit::max(options.body_limit))
+        .layer(middleware::from_fn(plain_rejections_as_problems))
         .layer(middleware::from_fn_with_state(options.metrics, observe))
+}
+
+/// Longest plain-text rejection carried over into a problem's detail.
+const MAX_REJECTION_BYTES: usize = 2048;
+
+/// The extractors' own rejections (a query string or path that does not deserialise) are
+/// plain text; every 4xx of the API is problem+json, so they are re-dressed with their text
+/// as the detail.
+async fn plain_rejections_as_problems(
+    request: axum::extract::Request,
+    next: middleware::Next,
+) -> axum::response::Response {
+    let response = next.run(request).await;
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.starts_with("application/problem+json") || ct.starts_with("application/json")
+        });
+    if !response.status().is_client_error() || json {
+        return response;
+    }
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), MAX_REJECTION_BYTES)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let detail = if body.trim().is_empty() {
+        status.canonical_reason().unwrap_or("rejected").to_owned()
+    } else {
+        body
+    };
+    ApiError::new(status, detail).into_response()
 }

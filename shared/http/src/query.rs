@@ -14,10 +14,14 @@ pub const MAX_LIMIT: usize = 1_000;
 /// # Errors
 /// 400 naming `field` when `value` is not a non-negative integer.
 pub fn parse_u64(field: &str, value: Option<&str>) -> Result<Option<u64>, ApiError> {
+    // The document declares these as int64: the same bound here, so what it calls invalid
+    // is refused.
     value
         .map(|v| {
             v.parse::<u64>()
-                .map_err(|_| ApiError::invalid(field, "must be a non-negative integer"))
+                .ok()
+                .filter(|n| i64::try_from(*n).is_ok())
+                .ok_or_else(|| ApiError::invalid(field, "must be an integer from 0 to 2^63 − 1"))
         })
         .transpose()
 }

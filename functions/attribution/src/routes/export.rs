@@ -29,7 +29,7 @@ pub(crate) struct ExportParams {
         ("from" = Option<u64>, Query, description = "Earliest created_at_ms (inclusive)"),
         ("to" = Option<u64>, Query, description = "Latest created_at_ms (exclusive)"),
         ("cursor" = Option<String>, Query, description = "From the previous page's x-next-cursor"),
-        ("limit" = Option<usize>, Query, description = "Attributions per page (default 100, at most 1000)"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Attributions per page (default 100, at most 1000)"),
     ),
     responses(
         (status = 200, description = "One attribution per line", content_type = "application/x-ndjson"),

@@ -13,6 +13,7 @@ use crate::{
 
 /// The receipt of an accepted trajectory.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = TrajectoriesAccepted)]
 pub(crate) struct Accepted {
     /// The trajectory, as posted.
     trajectory_id: String,

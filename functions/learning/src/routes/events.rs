@@ -24,6 +24,7 @@ pub(crate) struct Queued {
 
 /// The receipt of a request.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = EventsAccepted)]
 pub(crate) struct Accepted {
     /// Always `queued`: projections change once the worker has run.
     status: &'static str,

@@ -17,7 +17,7 @@ use agentrl_core::{
     judge::{Judgment, TaskType, Usage},
     verify::{self, Context, Outcome, Request, TestExecution, VerifyConfig},
 };
-use agentrl_diff::{InputError, Lang, Scorer, Snapshot};
+use agentrl_diff::{InputError, Lang, Scorer, SnapshotBody};
 use agentrl_store::{StoreError, ports::Queue, retry::now_ms};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -70,14 +70,6 @@ pub(crate) struct ChangeBody {
     pub language: Option<String>,
 }
 
-/// One side of a change.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct SnapshotBody {
-    /// Path → full content (UTF-8).
-    pub files: Snapshot,
-}
-
 /// Where an evaluation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -102,6 +94,7 @@ pub(crate) struct Progress {
 
 /// An evaluation, as stored and shown.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = WorkEvaluation)]
 pub(crate) struct Evaluation {
     pub evaluation_id: String,
     pub execution_id: String,
@@ -115,12 +108,12 @@ pub(crate) struct Evaluation {
     /// Why it failed.
     pub error: Option<String>,
     /// The report, once completed.
-    pub report: Option<Report>,
+    pub report: Option<EvaluationReport>,
 }
 
 /// What an evaluation found.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub(crate) struct Report {
+pub(crate) struct EvaluationReport {
     /// The verdict in [0, 1]: the confidence-weighted combination of the parts; null when no
     /// part scored; 0 on a safety violation.
     pub reward: Option<f64>,

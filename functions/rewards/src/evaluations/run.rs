@@ -25,7 +25,7 @@ use agentrl_store::{
 };
 use futures::{StreamExt, stream::FuturesUnordered};
 
-use super::{Evaluation, EvaluationStatus, EvaluationStore, Job, Report};
+use super::{Evaluation, EvaluationReport, EvaluationStatus, EvaluationStore, Job};
 use crate::{
     executions::{self, VerifyError},
     judges::{Ask, Judges, Provider},
@@ -337,7 +337,7 @@ impl Evaluator {
         let judge_usage = judgments
             .iter()
             .fold(Usage::default(), |sum, (_, j)| sum.plus(j.usage));
-        evaluation.report = Some(Report {
+        evaluation.report = Some(EvaluationReport {
             reward: recorded.value,
             confidence: recorded.confidence,
             safety_violation: recorded.safety_violation,

@@ -78,7 +78,7 @@ impl ExampleParams {
         ("type" = Option<String>, Query, description = "positive, negative or neutral"),
         ("agent_id" = Option<String>, Query, description = "Only this agent's (needs type)"),
         ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
-        ("limit" = Option<usize>, Query, description = "Examples per page (default 100, at most 1000)"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Examples per page (default 100, at most 1000)"),
     ),
     responses(
         (status = 200, description = "One page", body = ExamplePage),
@@ -105,7 +105,7 @@ pub(crate) async fn list(
         ("type" = Option<String>, Query, description = "positive, negative or neutral"),
         ("agent_id" = Option<String>, Query, description = "Only this agent's (needs type)"),
         ("cursor" = Option<String>, Query, description = "From the previous page's x-next-cursor"),
-        ("limit" = Option<usize>, Query, description = "Examples per page (default 100, at most 1000)"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Examples per page (default 100, at most 1000)"),
     ),
     responses(
         (status = 200, description = "One example per line", content_type = "application/x-ndjson"),

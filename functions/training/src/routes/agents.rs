@@ -76,7 +76,7 @@ pub(crate) async fn read(
 #[utoipa::path(get, path = "/v1/agents", tag = "training",
     params(
         ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
-        ("limit" = Option<usize>, Query, description = "Agents per page (default 100, at most 1000)"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Agents per page (default 100, at most 1000)"),
     ),
     responses(
         (status = 200, description = "One page", body = AgentPage),
@@ -124,7 +124,7 @@ pub(crate) async fn patch(
     params(
         ("id" = String, Path, description = "The agent id"),
         ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
-        ("limit" = Option<usize>, Query, description = "Versions per page (default 100, at most 1000)"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Versions per page (default 100, at most 1000)"),
     ),
     responses(
         (status = 200, description = "One page", body = VersionPage),

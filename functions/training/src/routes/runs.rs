@@ -74,7 +74,7 @@ pub(crate) struct ListParams {
     params(
         ("agent_id" = Option<String>, Query, description = "Only this agent's runs"),
         ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
-        ("limit" = Option<usize>, Query, description = "Runs per page (default 100, at most 1000)"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Runs per page (default 100, at most 1000)"),
     ),
     responses(
         (status = 200, description = "One page", body = RunPage),

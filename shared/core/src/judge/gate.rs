@@ -8,6 +8,8 @@ use crate::budget::loop_limit_reached;
 
 /// What the pipeline does next.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// "GateDecision" is the promotion gate's in the merged API document.
+#[cfg_attr(feature = "openapi", schema(as = CriticDecision))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateDecision {
