@@ -170,6 +170,17 @@ pub async fn start(
     pseudonyms: Arc<Pseudonymizer>,
     launch: Launch,
 ) -> anyhow::Result<Running> {
+    // This process is the queues' only consumer: what a crash left in flight goes again now.
+    let redelivered = stores
+        .redeliver_in_flight()
+        .await
+        .context("redelivering in-flight messages")?;
+    if redelivered > 0 {
+        tracing::info!(
+            redelivered,
+            "messages left in flight by the last run are redelivered"
+        );
+    }
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {addr}"))?;

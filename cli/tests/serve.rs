@@ -1,75 +1,12 @@
 //! `agentrl serve` as a process: it starts, answers, stops cleanly on SIGTERM and SIGINT,
 //! and every acknowledged write is there after a restart.
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
+mod support;
+
+use std::process::Command;
 
 use serde_json::{Value, json};
-
-const KEY: &str = "local-test-key-0123456789";
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-fn start(data_dir: &std::path::Path) -> Server {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentrl"));
-    command
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--api-key",
-            &format!("acme={KEY}"),
-        ])
-        .arg("--data-dir")
-        .arg(data_dir);
-    start_command(command)
-}
-
-fn start_command(mut command: Command) -> Server {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let base = loop {
-        let line = lines
-            .next()
-            .expect("the server exited before listening")
-            .unwrap();
-        if let Some(url) = line.strip_prefix("agentrl listening on ") {
-            break url.to_owned();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Server { child, base }
-}
-
-fn stop(mut server: Server, signal: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), &server.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    for _ in 0..100 {
-        if let Some(exit) = server.child.try_wait().unwrap() {
-            assert!(exit.success(), "exit after SIG{signal}: {exit}");
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server.child.kill().unwrap();
-    panic!("the server did not stop within 5 s of SIG{signal}");
-}
+use support::{KEY, start, start_command, stop};
 
 async fn post(http: &reqwest::Client, url: String, body: Value) -> Value {
     let resp = http

@@ -41,3 +41,47 @@ conformance!(
     objects::round_trips_small_and_large_objects,
     objects::lists_by_prefix_and_refuses_bad_paths,
 );
+
+/// Embedded only: the local stack, the queues' one consumer, takes back at start what a crash
+/// left in flight, and a dead consumer's receipt no longer acknowledges anything.
+#[tokio::test]
+async fn embedded_in_flight_messages_are_redelivered_at_start() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let stores = agentrl_store::Stores::embedded(dir.path()).unwrap();
+    stores.queue.send("work").await.unwrap();
+    let hour = Duration::from_secs(3600);
+    let first = stores.queue.receive(1, hour, Duration::ZERO).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert!(
+        stores
+            .queue
+            .receive(1, hour, Duration::ZERO)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(stores.redeliver_in_flight().await.unwrap(), 1);
+    let again = stores.queue.receive(1, hour, Duration::ZERO).await.unwrap();
+    assert_eq!(
+        (again[0].id.as_str(), again[0].receive_count),
+        (first[0].id.as_str(), 2)
+    );
+    // The dead consumer's receipt acknowledges nothing: the message is still there.
+    stores.queue.delete(&first[0].receipt).await.unwrap();
+    assert_eq!(stores.redeliver_in_flight().await.unwrap(), 1);
+    assert_eq!(
+        stores
+            .queue
+            .receive(1, hour, Duration::ZERO)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        stores.redeliver_in_flight().await.unwrap(),
+        1,
+        "nothing else was in flight"
+    );
+}

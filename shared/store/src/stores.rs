@@ -36,7 +36,7 @@ pub struct Stores {
     pub evaluations: Arc<dyn Queue>,
     /// The object store (Parquet, datasets, models).
     pub objects: Arc<dyn Objects>,
-    embedded: Option<SqliteTable>,
+    embedded: Option<(SqliteTable, Database)>,
 }
 
 /// Names of the AWS resources, as `template.yaml` exports them to the functions.
@@ -120,6 +120,7 @@ impl Stores {
     pub fn embedded(dir: &Path) -> anyhow::Result<Self> {
         let db = Database::open(&dir.join("agentrl.db"))?;
         let table = SqliteTable::new(db.clone());
+        let embedded = Some((table.clone(), db.clone()));
         Ok(Self {
             table: Arc::new(table.clone()),
             queue: Arc::new(SqliteQueue::new(db.clone(), "work", MAX_RECEIVES)),
@@ -128,7 +129,7 @@ impl Stores {
             datasets: Arc::new(SqliteQueue::new(db.clone(), "datasets", MAX_RECEIVES)),
             evaluations: Arc::new(SqliteQueue::new(db, "evaluations", MAX_RECEIVES)),
             objects: Arc::new(ObjectStoreObjects::local(&dir.join("objects"))?),
-            embedded: Some(table),
+            embedded,
         })
     }
 
@@ -181,7 +182,22 @@ impl Stores {
     /// When the sweep fails.
     pub async fn sweep_expired(&self) -> anyhow::Result<usize> {
         match &self.embedded {
-            Some(t) => Ok(t.purge_expired().await?),
+            Some((table, _)) => Ok(table.purge_expired().await?),
+            None => Ok(0),
+        }
+    }
+
+    /// On the embedded set, redelivers at once every message a previous process received and
+    /// never acknowledged (see [`crate::embedded::redeliver_in_flight`]); call it only from the
+    /// one process that consumes the queues, before it starts. On SQS a crashed consumer's
+    /// messages come back when their visibility timeout ends, as the Lambda trigger expects.
+    /// Returns how many.
+    ///
+    /// # Errors
+    /// When SQLite fails.
+    pub async fn redeliver_in_flight(&self) -> anyhow::Result<usize> {
+        match &self.embedded {
+            Some((_, db)) => Ok(crate::embedded::redeliver_in_flight(db).await?),
             None => Ok(0),
         }
     }

@@ -5,5 +5,5 @@ mod queue;
 mod table;
 
 pub use db::Database;
-pub use queue::SqliteQueue;
+pub use queue::{SqliteQueue, redeliver_in_flight};
 pub use table::SqliteTable;

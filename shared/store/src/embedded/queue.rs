@@ -22,6 +22,28 @@ pub struct SqliteQueue {
     arrivals: Arc<Notify>,
 }
 
+/// Makes every message of every queue in `db` that was received but not acknowledged
+/// visible again, and voids its receipt; returns how many. For the one process that consumes
+/// the embedded queues, at start: deliveries a crash left in flight are redelivered at once
+/// instead of after their visibility timeout (still at least once: the consumers are
+/// idempotent).
+///
+/// # Errors
+/// When SQLite fails.
+pub async fn redeliver_in_flight(db: &Database) -> Result<usize, StoreError> {
+    let now = now_ms() as i64;
+    db.write(move |conn| {
+        exec(
+            conn,
+            "UPDATE queue_messages SET visible_at_ms = ?1, receipt = NULL
+             WHERE receipt IS NOT NULL AND visible_at_ms > ?1",
+            params![now],
+        )
+        .map_err(sql("redelivering in-flight messages"))
+    })
+    .await
+}
+
 impl SqliteQueue {
     /// The queue `name`; messages received `max_receives` times move to its dead-letter table.
     pub fn new(db: Database, name: &str, max_receives: u32) -> Self {

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The API contract checked by schemathesis: builds agentrl, serves the local stack on a fresh
+# data directory on 127.0.0.1, and runs schemathesis against /openapi.json with every check
+# (status codes, content types, headers, response schemas, negative and positive data,
+# ignored auth, use after free, resource availability) and stateful testing.
+#
+#   infra/scripts/contract.sh [SECONDS=150] [SEED=1]
+#
+# schemathesis lives in its own cached virtualenv (its pins clash with aws-sam-cli's):
+# ${AGENTRL_CONTRACT_VENV:-${XDG_CACHE_HOME:-~/.cache}/agentrl/venv-contract}.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+seconds="${1:-150}"
+seed="${2:-1}"
+version="4.32.5"
+venv="${AGENTRL_CONTRACT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv-contract}"
+
+if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$version"; then
+  echo "contract: installing schemathesis $version into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet "schemathesis==$version"
+fi
+
+cd "$root"
+cargo build --quiet -p agentrl
+bin="${CARGO_TARGET_DIR:-$root/target}/debug/agentrl"
+
+data="$(mktemp -d)"
+key="contract-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+"$bin" serve --addr 127.0.0.1:0 --data-dir "$data" --api-key "contract=$key" 2>"$data/serve.log" &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data"' EXIT
+
+url=""
+for _ in $(seq 100); do
+  url="$(sed -n 's/.*agentrl listening on \(http[^ ]*\).*/\1/p' "$data/serve.log" | head -n1)"
+  [[ -n "$url" ]] && break
+  sleep 0.1
+done
+[[ -n "$url" ]] || { echo "contract: the server did not start" >&2; cat "$data/serve.log" >&2; exit 1; }
+
+echo "contract: schemathesis $version against $url, ${seconds}s, seed $seed" >&2
+"$venv/bin/schemathesis" run "$url/openapi.json" \
+  --header "Authorization: Bearer $key" \
+  --checks all --max-time "$seconds" --seed "$seed" --no-color
