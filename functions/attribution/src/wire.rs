@@ -135,6 +135,7 @@ fn sampling_params(
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateAttributionBody {
     /// The caller's task id (1 to 256 characters); re-posting it replaces the attribution.
+    #[schema(min_length = 1, max_length = 256)]
     pub task_id: String,
     /// Agent ids: 1 to 1000, unique, 1 to 128 characters each.
     pub agents: Vec<String>,
@@ -267,6 +268,7 @@ pub(crate) struct AttributionView {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateSessionBody {
     /// The task the final attribution is stored under.
+    #[schema(min_length = 1, max_length = 256)]
     pub task_id: String,
     /// Agent ids: 1 to 1000, unique.
     pub agents: Vec<String>,
@@ -350,8 +352,10 @@ pub(crate) struct SessionView {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ContributionBody {
     /// The agent (1 to 128 characters).
+    #[schema(min_length = 1, max_length = 128)]
     pub agent_id: String,
     /// The task (1 to 256 characters).
+    #[schema(min_length = 1, max_length = 256)]
     pub task_id: String,
     /// Quality before, in [0, 1].
     pub quality_before: f64,

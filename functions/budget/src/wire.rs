@@ -41,6 +41,7 @@ pub(crate) struct TaskBody {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateBudgetBody {
     /// The caller's task id (1 to 256 characters).
+    #[schema(min_length = 1, max_length = 256)]
     pub task_id: String,
     /// The task.
     pub task: TaskBody,
@@ -98,7 +99,8 @@ impl TryFrom<CreateBudgetBody> for NewBudget {
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ConsumptionBody {
-    /// Idempotency key of the report: the same id counts once.
+    /// Idempotency key of the report: the same id counts once (1 to 256 characters).
+    #[schema(min_length = 1, max_length = 256)]
     pub report_id: String,
     /// Tokens spent since the last report.
     pub tokens: u64,

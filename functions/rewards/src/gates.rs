@@ -20,10 +20,12 @@ const GATE_DEADLINE: Duration = Duration::from_secs(25);
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GateCheckBody {
-    /// What the stage produced (a triage, research notes, a response).
+    /// What the stage produced (a triage, research notes, a response): not blank.
+    #[schema(max_length = 100_000, pattern = r"\S")]
     pub artifact: String,
     /// The request the pipeline is working on, as context for the critic.
     #[serde(default)]
+    #[schema(max_length = 100_000)]
     pub task: Option<String>,
     /// Refinement rounds this artifact has been through already (0 on the first check).
     #[serde(default)]
@@ -52,8 +54,8 @@ pub(crate) struct GateCheck {
     pub judgment: Judgment,
 }
 
-/// Longest artifact or task a gate takes (the prompt keeps the first 24 000 characters).
-pub(crate) const MAX_ARTIFACT_BYTES: usize = 256 * 1024;
+/// Longest artifact or task a gate takes, in characters (the prompt keeps the first 24 000).
+pub(crate) const MAX_ARTIFACT_CHARS: usize = 100_000;
 
 /// Checks `body` at `stage`'s gate; a critic less confident than `min_confidence` (the
 /// tenant's `judge_min_confidence`) cannot pass work.

@@ -161,6 +161,30 @@ async fn every_fixture_round_trips() {
             .contains("no judge provider"),
         "{gate}"
     );
+    for (artifact, why) in [
+        ("\u{feff} \n\t".to_owned(), "blank"),
+        ("é".repeat(100_001), "too long"),
+    ] {
+        let body = json!({"artifact": artifact});
+        let (status, problem) = call(&app, &with_body(fixture("check-gate.json"), &body)).await;
+        assert_eq!(
+            (status, problem["field"].as_str()),
+            (400, Some("artifact")),
+            "{why}: {problem}"
+        );
+    }
+    let (status, _) = call(
+        &app,
+        &with_body(
+            fixture("check-gate.json"),
+            &json!({"artifact": "é".repeat(100_000)}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        status, 200,
+        "100,000 characters are within the limit, whatever their bytes"
+    );
 
     // An evaluation is accepted for an existing execution and queued.
     let (status, accepted) = call(&app, &at("create-evaluation.json", &id)).await;

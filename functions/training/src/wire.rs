@@ -527,6 +527,7 @@ pub(crate) struct OutcomeBody {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OutcomesBody {
+    #[schema(min_items = 1, max_items = 1000)]
     outcomes: Vec<OutcomeBody>,
 }
 

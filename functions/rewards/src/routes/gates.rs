@@ -9,7 +9,7 @@ use axum::{
 
 use crate::{
     RewardState,
-    gates::{self, GateCheck, GateCheckBody, MAX_ARTIFACT_BYTES},
+    gates::{self, GateCheck, GateCheckBody, MAX_ARTIFACT_CHARS},
 };
 
 /// Check a pipeline stage's artifact at its critic gate.
@@ -39,15 +39,20 @@ pub(crate) async fn check(
         ("artifact", Some(&body.artifact)),
         ("task", body.task.as_ref()),
     ] {
-        if text.is_some_and(|t| t.len() > MAX_ARTIFACT_BYTES) {
+        if text.is_some_and(|t| t.chars().count() > MAX_ARTIFACT_CHARS) {
             return Err(ApiError::invalid(
                 field,
-                format!("must be at most {MAX_ARTIFACT_BYTES} bytes"),
+                format!("must be at most {MAX_ARTIFACT_CHARS} characters"),
             ));
         }
     }
-    if body.artifact.trim().is_empty() {
-        return Err(ApiError::invalid("artifact", "must not be empty"));
+    // Blank as JSON Schema's `\S` sees it: Unicode white space and the BOM.
+    if body
+        .artifact
+        .chars()
+        .all(|c| c.is_whitespace() || c == '\u{feff}')
+    {
+        return Err(ApiError::invalid("artifact", "must not be blank"));
     }
     let min_confidence = state.repo.config(&tenant).await?.judge_min_confidence;
     Ok(Json(
