@@ -41,6 +41,8 @@ done
 [[ -n "$url" ]] || { echo "contract: the server did not start" >&2; cat "$data/serve.log" >&2; exit 1; }
 
 echo "contract: schemathesis $version against $url, ${seconds}s, seed $seed" >&2
+# From the scratch directory: schemathesis leaves its state (.schemathesis/) where it runs.
+cd "$data"
 "$venv/bin/schemathesis" run "$url/openapi.json" \
   --header "Authorization: Bearer $key" \
   --checks all --max-time "$seconds" --seed "$seed" --no-color
