@@ -8,6 +8,7 @@ mod concurrency;
 mod evaluations;
 mod helpers;
 mod idempotency;
+mod isolation;
 mod kpis;
 mod learning;
 mod plumbing;

@@ -42,8 +42,9 @@ async fn health_and_openapi_are_public_and_openapi_lists_every_route() {
 }
 
 /// Every answer the shared layers can give is declared where they apply: 401 on every
-/// protected operation; 400, 413 and 415 on every operation with a body; 409 and 422 (the
-/// idempotency layer) on every POST and PUT; 400 wherever a parameter can be refused.
+/// protected operation; 400, 413 and 415 on every operation with a body; the Idempotency-Key
+/// header, 409 and 422 (the idempotency layer) on every POST, PUT and PATCH; 400 wherever a
+/// parameter can be refused.
 #[tokio::test]
 async fn the_document_declares_the_answers_of_the_shared_layers() {
     let s = spawn_stack().await;
@@ -65,8 +66,13 @@ async fn the_document_declares_the_answers_of_the_shared_layers() {
             if op["requestBody"].is_object() {
                 expected.extend(["400", "413", "415"]);
             }
-            if method == "post" || method == "put" {
+            if ["post", "put", "patch"].contains(&method.as_str()) {
                 expected.extend(["409", "422"]);
+                let header = op["parameters"].as_array().is_some_and(|p| {
+                    p.iter()
+                        .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header")
+                });
+                assert!(header, "{method} {path} does not declare Idempotency-Key");
             }
             if op["parameters"].as_array().is_some_and(|p| !p.is_empty()) {
                 expected.push("400");

@@ -154,8 +154,8 @@ fn merged(parts: impl IntoIterator<Item = OpenApi>) -> OpenApi {
 /// Declares the answers the shared layers give on every operation they wrap, where the
 /// operation does not declare them itself: 401 from authentication; 400 for a path or query
 /// parameter the extractors refuse; on operations with a body (POST, PUT, PATCH), 400
-/// (malformed JSON), 413 (over the body limit) and 415 (not JSON); on POST and PUT, 409 and
-/// 422 from the idempotency layer. All are problem+json.
+/// (malformed JSON), 413 (over the body limit) and 415 (not JSON); on POST, PUT and PATCH,
+/// 409 and 422 from the idempotency layer. All are problem+json.
 fn document_common_answers(doc: &mut OpenApi) {
     use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder, path::Operation};
     let problem = |description: &str| {
@@ -178,10 +178,8 @@ fn document_common_answers(doc: &mut OpenApi) {
             .or_insert_with(|| problem(description));
     };
     for item in doc.paths.paths.values_mut() {
-        for op in [item.post.as_mut(), item.put.as_mut()]
-            .into_iter()
-            .flatten()
-        {
+        let idempotent = [item.post.as_mut(), item.put.as_mut(), item.patch.as_mut()];
+        for op in idempotent.into_iter().flatten() {
             add(op, "409", "The same Idempotency-Key is still in progress");
             add(
                 op,
@@ -249,7 +247,7 @@ fn clashing_schemas(doc: &OpenApi, part: &OpenApi) -> Vec<String> {
         .collect()
 }
 
-/// Declares the `Idempotency-Key` header on every POST and PUT operation, as the
+/// Declares the `Idempotency-Key` header on every POST, PUT and PATCH operation, as the
 /// idempotency middleware honours it there.
 fn document_idempotency_key(doc: &mut OpenApi) {
     let header = ParameterBuilder::new()
@@ -269,7 +267,7 @@ fn document_idempotency_key(doc: &mut OpenApi) {
         ))
         .build();
     for item in doc.paths.paths.values_mut() {
-        for op in [item.post.as_mut(), item.put.as_mut()]
+        for op in [item.post.as_mut(), item.put.as_mut(), item.patch.as_mut()]
             .into_iter()
             .flatten()
         {

@@ -54,7 +54,7 @@ pub fn options(name: &str) -> AppOptions {
 
 /// The deployment's pseudonymiser, keyed by `AGENTRL_PSEUDONYM_SECRET` (on AWS resolved from
 /// Secrets Manager by the template; only the functions that name tenant partitions get it:
-/// the queue worker and the training function).
+/// the ingest worker, the dataset function and the two training functions).
 ///
 /// # Errors
 /// When the secret is missing or shorter than the minimum.
