@@ -69,6 +69,22 @@ impl Queue for RefusingSends {
     }
 }
 
+/// The rewards app as in Lambda over `stores`, queueing evaluations on `queue`.
+fn api(stores: &Stores, queue: Arc<dyn Queue>, provider: Arc<Provider>) -> axum::Router {
+    let options = AppOptions {
+        metrics: Metrics::Off,
+        body_limit: MAX_BODY_BYTES,
+        ..agentrl_http::lambda::options("rewards")
+    };
+    let state = RewardState::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        queue,
+        provider,
+    );
+    app(vec![service(state)], options)
+}
+
 fn fixture(name: &str) -> Value {
     agentrl_testkit::fixture(&format!("rewards/{name}")).unwrap()
 }
@@ -78,20 +94,7 @@ async fn a_verdict_that_cannot_be_recorded_is_retried_then_fails_with_its_reason
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
     let provider = Arc::new(Provider::new(None, None).unwrap());
-    let options = AppOptions {
-        metrics: Metrics::Off,
-        body_limit: MAX_BODY_BYTES,
-        ..agentrl_http::lambda::options("rewards")
-    };
-    let api = app(
-        vec![service(RewardState::new(
-            stores.table.clone(),
-            stores.objects.clone(),
-            stores.evaluations.clone(),
-            provider.clone(),
-        ))],
-        options,
-    );
+    let api = api(&stores, stores.evaluations.clone(), provider.clone());
     let (status, execution) = agentrl_testkit::invoke_json(&api, &fixture("create-execution.json"))
         .await
         .unwrap();
@@ -165,20 +168,8 @@ async fn a_verdict_that_cannot_be_recorded_is_retried_then_fails_with_its_reason
 async fn an_evaluation_the_queue_refuses_is_a_503_and_marked_failed() {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
-    let options = AppOptions {
-        metrics: Metrics::Off,
-        body_limit: MAX_BODY_BYTES,
-        ..agentrl_http::lambda::options("rewards")
-    };
-    let api = app(
-        vec![service(RewardState::new(
-            stores.table.clone(),
-            stores.objects.clone(),
-            Arc::new(RefusingSends),
-            Arc::new(Provider::new(None, None).unwrap()),
-        ))],
-        options,
-    );
+    let provider = Arc::new(Provider::new(None, None).unwrap());
+    let api = api(&stores, Arc::new(RefusingSends), provider);
     let (_, execution) = agentrl_testkit::invoke_json(&api, &fixture("create-execution.json"))
         .await
         .unwrap();

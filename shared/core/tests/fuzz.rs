@@ -128,16 +128,8 @@ fn xmlish() -> impl Strategy<Value = String> {
     .prop_map(|parts| parts.concat())
 }
 
-/// `default` cases in CI, `PROPTEST_CASES` for a long run.
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: agentrl_testkit::proptest_cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn junit_reports(bytes in prop::collection::vec(any::<u8>(), 0..512), xml in xmlish()) {

@@ -121,16 +121,8 @@ fn check(
     Ok(())
 }
 
-/// `default` cases in CI, `PROPTEST_CASES` for a long run.
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(96), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: agentrl_testkit::proptest_cases(96), ..ProptestConfig::default() })]
 
     #[test]
     fn every_grammar_scores_code_like_edits(

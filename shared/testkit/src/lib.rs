@@ -41,3 +41,11 @@ pub fn venv_python() -> PathBuf {
     );
     python
 }
+
+/// Cases of a property test: `default` (what CI runs), or `PROPTEST_CASES` for a long run.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(default)
+}
