@@ -58,6 +58,7 @@ pub fn trajectory(
 
 pub fn envelope(tenant: &str, received_at_ms: i64, trajectory: Value) -> String {
     serde_json::to_string(&Envelope {
+        version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: tenant.to_owned(),
         received_at_ms,
         trajectory: serde_json::from_value(trajectory).unwrap(),

@@ -25,6 +25,7 @@ fn trajectory(i: usize) -> Envelope {
         })
         .collect();
     Envelope {
+        version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: format!("tenant-{}", i % 4),
         received_at_ms: 1_795_348_800_000,
         trajectory: serde_json::from_value(json!({

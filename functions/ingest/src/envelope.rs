@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Envelope {
+    /// The envelope version ([`agentrl_core::envelope`]); absent in version-0 messages.
+    #[serde(default)]
+    pub version: u32,
     /// The tenant (as authenticated, not yet pseudonymised).
     pub tenant: String,
     /// When the trajectory was accepted (epoch ms): its date partition, stable across

@@ -49,6 +49,7 @@ pub(crate) async fn submit(
     };
     let received_at_ms = now_ms();
     let envelope = Envelope {
+        version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: tenant.as_str().to_owned(),
         received_at_ms: i64::try_from(received_at_ms).unwrap_or(i64::MAX),
         trajectory,

@@ -130,6 +130,7 @@ impl Ingest {
     }
 
     async fn prepare(&self, message: &Message) -> Result<Prepared, Failure> {
+        agentrl_core::envelope::check_version(&message.body).map_err(Failure::Poison)?;
         let envelope: Envelope = serde_json::from_str(&message.body)
             .map_err(|e| Failure::Poison(format!("not a trajectory message: {e}")))?;
         let tenant = TenantId::parse(&envelope.tenant)

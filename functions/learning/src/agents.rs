@@ -53,6 +53,7 @@ pub(crate) async fn submit(
         .iter()
         .map(|event| {
             serde_json::to_string(&EventEnvelope {
+                version: agentrl_core::envelope::ENVELOPE_VERSION,
                 tenant: tenant.as_str().to_owned(),
                 received_at_ms,
                 event: event.clone(),

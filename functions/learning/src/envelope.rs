@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventEnvelope {
+    /// The envelope version ([`agentrl_core::envelope`]); absent in version-0 messages.
+    #[serde(default)]
+    pub version: u32,
     /// The tenant (as authenticated).
     pub tenant: String,
     /// When the event was accepted (epoch ms).

@@ -124,6 +124,8 @@ impl Learner {
 enum Poison {
     #[error("not a learning-event message: {0}")]
     Malformed(#[from] serde_json::Error),
+    #[error("{0}")]
+    Version(String),
     #[error("tenant: {0}")]
     Tenant(#[from] TenantIdError),
     #[error("invalid event: {0}")]
@@ -132,6 +134,7 @@ enum Poison {
 
 /// The tenant and the validated event of a message.
 fn parse(message: &Message) -> Result<(TenantId, Event), Poison> {
+    agentrl_core::envelope::check_version(&message.body).map_err(Poison::Version)?;
     let envelope: EventEnvelope = serde_json::from_str(&message.body)?;
     let tenant = TenantId::parse(&envelope.tenant)?;
     envelope.event.validate()?;

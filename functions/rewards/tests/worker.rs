@@ -213,3 +213,34 @@ async fn an_evaluation_the_queue_refuses_is_a_503_and_marked_failed() {
         "{shown}"
     );
 }
+
+#[tokio::test]
+async fn a_job_of_a_newer_envelope_version_is_parked_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::embedded(dir.path()).unwrap();
+    let provider = Arc::new(Provider::new(None, None).unwrap());
+    let job = json!({"version": 2, "tenant": "tenant-a", "evaluation_id": "e-1", "priority": 1});
+    stores.evaluations.send(&job.to_string()).await.unwrap();
+    let delivered = stores
+        .evaluations
+        .receive(1, Duration::from_secs(60), Duration::ZERO)
+        .await
+        .unwrap();
+    let worker = Evaluator::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.evaluations.clone(),
+        provider,
+        Arc::new(Scorer::new(Limits::default())),
+    );
+    assert!(worker.process(&delivered).await.is_empty());
+    let parked = stores.evaluations.dead_letters(10).await.unwrap();
+    assert_eq!(parked.len(), 1);
+    assert!(
+        parked[0]
+            .reason
+            .contains("envelope version 2 is not supported"),
+        "{}",
+        parked[0].reason
+    );
+}

@@ -9,6 +9,7 @@ pub mod attribution;
 pub mod budget;
 pub mod calendar;
 pub mod dataset;
+pub mod envelope;
 mod field_error;
 pub mod judge;
 pub mod kpi;

@@ -20,6 +20,7 @@ async fn a_mixed_batch_reaches_both_workers() {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
     let trajectory = serde_json::to_string(&Envelope {
+        version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: "tenant-a".into(),
         received_at_ms: NOON,
         trajectory: serde_json::from_value(json!({
@@ -35,6 +36,7 @@ async fn a_mixed_batch_reaches_both_workers() {
     })
     .unwrap();
     let event = serde_json::to_string(&EventEnvelope {
+        version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: "tenant-a".into(),
         received_at_ms: NOON,
         event: serde_json::from_value(json!({
@@ -88,4 +90,79 @@ async fn a_mixed_batch_reaches_both_workers() {
         .await
         .unwrap();
     assert!(left.is_empty(), "every message acknowledged: {left:?}");
+}
+
+/// Envelope versions on the queue: a message without a version (v0, before versions) and a
+/// v1 message are both taken, by both consumers; a newer version is dead-lettered, naming it.
+#[tokio::test]
+async fn every_envelope_version_is_read_or_parked_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::embedded(dir.path()).unwrap();
+    let trajectory = |id: &str| {
+        json!({"trajectory_id": id, "agent_id": "coder-7", "conversation_id": id,
+               "turns": [{"role": "user", "content": "2 + 2?"}, {"role": "assistant", "content": "4"}],
+               "final_outcome": {"success": true, "reward": 1.0}})
+    };
+    let event = |id: &str| {
+        json!({"event_id": id, "type": "feedback.created", "agent_id": "coder-7",
+               "user_id": "alice", "occurred_at_ms": NOON, "value": 0.8})
+    };
+    let mut bodies = Vec::new();
+    for (version, suffix) in [(None, "v0"), (Some(1), "v1"), (Some(2), "v2")] {
+        let mut t = json!({"tenant": "tenant-a", "received_at_ms": NOON, "trajectory": trajectory(&format!("t-{suffix}"))});
+        let mut e = json!({"tenant": "tenant-a", "received_at_ms": NOON, "event": event(&format!("f-{suffix}"))});
+        if let Some(v) = version {
+            t["version"] = v.into();
+            e["version"] = v.into();
+        }
+        if version == Some(2) {
+            // What a newer writer might add: named as a newer version, not as malformed.
+            t["priority"] = "high".into();
+            e["priority"] = "high".into();
+        }
+        bodies.push(t.to_string());
+        bodies.push(e.to_string());
+    }
+    stores.queue.send_batch(&bodies).await.unwrap();
+    let worker = QueueWorker::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.queue.clone(),
+        agentrl_learning::Outlets::of(&stores),
+        Arc::new(Pseudonymizer::new(b"a test secret of enough bytes").unwrap()),
+    );
+    let options = DrainOptions {
+        max_messages: 10,
+        visibility: Duration::from_secs(30),
+        wait: Duration::from_millis(200),
+    };
+    assert_eq!(
+        drain(&worker, stores.queue.as_ref(), options)
+            .await
+            .unwrap(),
+        6
+    );
+
+    let mut ids = std::collections::BTreeSet::new();
+    for meta in stores.objects.list("trajectories/").await.unwrap() {
+        let bytes = stores.objects.get(&meta.path).await.unwrap().unwrap();
+        for row in agentrl_turns::read_turns(bytes).unwrap() {
+            ids.insert(row.unwrap().trajectory_id);
+        }
+    }
+    assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["t-v0", "t-v1"]);
+    let tenant = TenantId::parse("tenant-a").unwrap();
+    let policy =
+        agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
+    assert!(policy.update(&tenant, "coder-7").await.unwrap().is_some());
+    let dead = stores.queue.dead_letters(10).await.unwrap();
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    for d in &dead {
+        assert!(d.body.contains("\"version\":2"), "{d:?}");
+        assert!(
+            d.reason.contains("envelope version 2 is not supported"),
+            "{}",
+            d.reason
+        );
+    }
 }

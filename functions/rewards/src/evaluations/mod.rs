@@ -163,6 +163,9 @@ impl From<ReadError> for SubmitError {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Job {
+    /// The envelope version ([`agentrl_core::envelope`]).
+    #[serde(default)]
+    version: u32,
     tenant: String,
     evaluation_id: String,
 }
@@ -244,6 +247,7 @@ pub(crate) async fn submit(
     };
     store.create(tenant, &evaluation, &request).await?;
     let job = serde_json::to_string(&Job {
+        version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: tenant.to_string(),
         evaluation_id: evaluation.evaluation_id.clone(),
     })

@@ -139,6 +139,7 @@ impl Evaluator {
     }
 
     async fn evaluate_message(&self, message: &Message) -> Result<(), Failure> {
+        agentrl_core::envelope::check_version(&message.body).map_err(Failure::Poison)?;
         let job: Job = serde_json::from_str(&message.body)
             .map_err(|e| Failure::Poison(format!("not an evaluation job: {e}")))?;
         let tenant =
