@@ -15,6 +15,26 @@ use serde_json::json;
 /// 2026-11-22T12:00:00Z.
 const NOON: i64 = 1_795_348_800_000;
 
+/// One drain of the work queue by the queue worker, as the SQS trigger would hand it a batch;
+/// how many messages it took.
+async fn drain_once(stores: &Stores) -> usize {
+    let worker = QueueWorker::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.queue.clone(),
+        agentrl_learning::Outlets::of(stores),
+        Arc::new(Pseudonymizer::new(b"a test secret of enough bytes").unwrap()),
+    );
+    let options = DrainOptions {
+        max_messages: 10,
+        visibility: Duration::from_secs(30),
+        wait: Duration::from_millis(200),
+    };
+    drain(&worker, stores.queue.as_ref(), options)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_mixed_batch_reaches_both_workers() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,24 +69,7 @@ async fn a_mixed_batch_reaches_both_workers() {
     let bodies = [trajectory, event, "not json".to_owned()];
     stores.queue.send_batch(&bodies).await.unwrap();
 
-    let worker = QueueWorker::new(
-        stores.table.clone(),
-        stores.objects.clone(),
-        stores.queue.clone(),
-        agentrl_learning::Outlets::of(&stores),
-        Arc::new(Pseudonymizer::new(b"a test secret of enough bytes").unwrap()),
-    );
-    let options = DrainOptions {
-        max_messages: 10,
-        visibility: Duration::from_secs(30),
-        wait: Duration::from_millis(200),
-    };
-    assert_eq!(
-        drain(&worker, stores.queue.as_ref(), options)
-            .await
-            .unwrap(),
-        3
-    );
+    assert_eq!(drain_once(&stores).await, 3);
 
     let objects = stores.objects.list("trajectories/").await.unwrap();
     assert_eq!(objects.len(), 1, "one Parquet object for the trajectory");
@@ -124,24 +127,7 @@ async fn every_envelope_version_is_read_or_parked_with_its_reason() {
         bodies.push(e.to_string());
     }
     stores.queue.send_batch(&bodies).await.unwrap();
-    let worker = QueueWorker::new(
-        stores.table.clone(),
-        stores.objects.clone(),
-        stores.queue.clone(),
-        agentrl_learning::Outlets::of(&stores),
-        Arc::new(Pseudonymizer::new(b"a test secret of enough bytes").unwrap()),
-    );
-    let options = DrainOptions {
-        max_messages: 10,
-        visibility: Duration::from_secs(30),
-        wait: Duration::from_millis(200),
-    };
-    assert_eq!(
-        drain(&worker, stores.queue.as_ref(), options)
-            .await
-            .unwrap(),
-        6
-    );
+    assert_eq!(drain_once(&stores).await, 6);
 
     let mut ids = std::collections::BTreeSet::new();
     for meta in stores.objects.list("trajectories/").await.unwrap() {
