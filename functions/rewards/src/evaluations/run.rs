@@ -390,16 +390,8 @@ impl Consumer for Evaluator {
 
 /// A verifier's outcome; a malformed request (checked at submission) as an error outcome.
 fn run(request: &Request, config: &VerifyConfig) -> Outcome {
-    verify::run(request, &Context { output: "", config }).unwrap_or_else(|e| Outcome {
-        status: Status::Error,
-        value: None,
-        confidence: 0.0,
-        reason: Some(e.to_string()),
-        raw_value: None,
-        evidence: serde_json::json!({}),
-        verifier_version: "evaluation@1".to_owned(),
-        safety_violation: false,
-    })
+    verify::run(request, &Context { output: "", config })
+        .unwrap_or_else(|e| Outcome::error(e.to_string(), serde_json::json!({}), "evaluation@1"))
 }
 
 /// The change as the unified diff a judge reads, file by file in path order.

@@ -5,13 +5,20 @@ use agentrl_store::StoreError;
 use axum::{
     Json,
     extract::{Path, State},
-    http::{HeaderMap, HeaderValue, StatusCode, header::LOCATION},
+    http::{StatusCode, header},
 };
 
 use crate::{
     RewardState,
     evaluations::{self, Evaluation, EvaluationRequest, SubmitError},
 };
+
+/// 202 with a `Location` header and the queued evaluation.
+type Accepted = (
+    StatusCode,
+    [(header::HeaderName, String); 1],
+    Json<Evaluation>,
+);
 
 impl From<SubmitError> for ApiError {
     fn from(e: SubmitError) -> Self {
@@ -53,7 +60,7 @@ pub(crate) async fn create(
     State(state): State<RewardState>,
     Tenant(tenant): Tenant,
     ValidJson(request): ValidJson<EvaluationRequest>,
-) -> Result<(StatusCode, HeaderMap, Json<Evaluation>), ApiError> {
+) -> Result<Accepted, ApiError> {
     let evaluation = evaluations::submit(
         &state.repo,
         &state.evaluations,
@@ -63,13 +70,12 @@ pub(crate) async fn create(
         request,
     )
     .await?;
-    let mut headers = HeaderMap::new();
-    if let Ok(location) =
-        HeaderValue::from_str(&format!("/v1/evaluations/{}", evaluation.evaluation_id))
-    {
-        headers.insert(LOCATION, location);
-    }
-    Ok((StatusCode::ACCEPTED, headers, Json(evaluation)))
+    let location = format!("/v1/evaluations/{}", evaluation.evaluation_id);
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(evaluation),
+    ))
 }
 
 /// Read an evaluation: its status, progress and, once completed, its report.

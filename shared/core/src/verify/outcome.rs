@@ -64,7 +64,10 @@ impl Outcome {
         }
     }
 
-    pub(super) fn error(reason: impl Into<String>, evidence: Value, version: &str) -> Self {
+    /// A verification that failed, with the reason: for callers that assemble verdicts from
+    /// the verifiers (an evaluation's parts) and meet input a verifier refuses.
+    #[must_use]
+    pub fn error(reason: impl Into<String>, evidence: Value, version: &str) -> Self {
         Self {
             status: Status::Error,
             ..Self::abstain(reason, evidence, version)
