@@ -275,18 +275,6 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
         "softmax dx",
     );
 
-    let (q, cos, sin) = (random(&[2, 3, 4, 6]), random(&[4, 6]), random(&[4, 6]));
-    let mix4 = random(&[2, 3, 4, 6]);
-    let f = fused::rope(&q, &cos, &sin).unwrap();
-    let c = ops::rope(&q, &cos, &sin).unwrap();
-    close(&f, &c, "rope");
-    let l4 = |y: Tensor| (y * mix4.as_tensor()).unwrap().sum_all().unwrap();
-    close(
-        l4(f).backward().unwrap().get(&q).unwrap(),
-        l4(c).backward().unwrap().get(&q).unwrap(),
-        "rope dq",
-    );
-
     let logits = random(&[5, 13]);
     let targets = Tensor::new(&[0u32, 12, 7, 7, 3], &Device::Cpu).unwrap();
     let scale = Tensor::new(&[1.0f64, -2.0, 0.5, 3.0, -1.0], &Device::Cpu).unwrap();
@@ -328,5 +316,38 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
         gf.get(&logits).unwrap(),
         gc.get(&logits).unwrap(),
         "target logprob dlogits",
+    );
+
+    // Grouped-query attention: 3 query heads over 1 key/value head would not divide evenly,
+    // so 4 over 2; two sequences of 5 positions.
+    let shape = fused::AttentionShape {
+        batch: 2,
+        len: 5,
+        heads: 4,
+        kv_heads: 2,
+        head_dim: 6,
+    };
+    let qkv = random(&[10, 48]);
+    let (cos, sin) = ops::rope_tables(5, 6, 10_000.0, DType::F64, &Device::Cpu).unwrap();
+    let mix = random(&[10, 24]);
+    let l = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();
+    let f = fused::attention(&qkv, shape, &cos, &sin).unwrap();
+    let c = ops::attention(&qkv, shape, &cos, &sin).unwrap();
+    close(&f, &c, "attention");
+    close(
+        l(f).backward().unwrap().get(&qkv).unwrap(),
+        l(c).backward().unwrap().get(&qkv).unwrap(),
+        "attention dqkv",
+    );
+
+    let (x, mix) = (random(&[7, 12]), random(&[7, 6]));
+    let l = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();
+    let f = fused::swiglu(&x).unwrap();
+    let c = ops::swiglu(&x).unwrap();
+    close(&f, &c, "swiglu");
+    close(
+        l(f).backward().unwrap().get(&x).unwrap(),
+        l(c).backward().unwrap().get(&x).unwrap(),
+        "swiglu dx",
     );
 }

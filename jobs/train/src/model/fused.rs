@@ -1,5 +1,6 @@
-//! Fused CPU kernels with their own backward pass (candle `CustomOp`s): RMSNorm, softmax, and
-//! the log-probability of target tokens (log-softmax + gather), plus the entropy metric.
+//! Fused CPU kernels with their own backward pass (candle `CustomOp`s): RMSNorm, softmax,
+//! causal attention with RoPE ([`attention`]), the MLP gate ([`swiglu`]), and the
+//! log-probability of target tokens (log-softmax + gather), plus the entropy metric.
 //!
 //! candle's composed forms allocate a tensor per primitive in the forward and again in the
 //! backward; on the small matrices of a training step that overhead, not arithmetic,
@@ -13,14 +14,27 @@ use candle_core::{
     CpuStorage, CustomOp1, CustomOp2, CustomOp3, DType, Device, Layout, Result, Shape, Tensor,
 };
 use rayon::prelude::*;
+use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
+use std::sync::Arc;
 
 /// The float types the kernels run on.
-trait Float: Copy + Send + Sync + Default + 'static {
+trait Float:
+    Copy
+    + Send
+    + Sync
+    + Default
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + 'static
+{
     fn of(x: f64) -> Self;
+    fn exp(self) -> Self;
     fn get(self) -> f64;
-    /// `exp(self − shift)` in the type's own precision (f32 `exp` is several times cheaper
-    /// than f64's, and fp32 is what the reference computes in).
-    fn exp_minus(self, shift: f64) -> f64;
     fn slice(s: &CpuStorage) -> Option<&[Self]>;
     fn store(v: Vec<Self>) -> CpuStorage;
 }
@@ -29,11 +43,11 @@ impl Float for f32 {
     fn of(x: f64) -> Self {
         x as f32
     }
+    fn exp(self) -> Self {
+        exp_f32(self)
+    }
     fn get(self) -> f64 {
         f64::from(self)
-    }
-    fn exp_minus(self, shift: f64) -> f64 {
-        f64::from((self - shift as f32).exp())
     }
     fn slice(s: &CpuStorage) -> Option<&[Self]> {
         match s {
@@ -46,15 +60,50 @@ impl Float for f32 {
     }
 }
 
+/// `eˣ` in fp32 to within 2 ulp (Cephes' `expf`: x = n·ln 2 + r, a degree-6 polynomial in r,
+/// then 2ⁿ from the exponent bits); 0 below e⁻⁸⁶·⁵ (≈ 2·10⁻³⁸), ∞ past the largest finite
+/// fp32. Branch-free, so loops of it vectorise where libm's `expf` is a call per element: the
+/// kernels' exponentials (softmax rows, sigmoids, a vocabulary per token) were a tenth of a
+/// training step.
+#[inline]
+fn exp_f32(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    const LOW: f32 = -86.5;
+    const HIGH: f32 = 88.72;
+    let clamped = x.clamp(LOW, HIGH);
+    // n ∈ [−125, 128].
+    // Round to nearest by adding and removing 1.5·2²³ (`round` is a libm call before SSE4.1).
+    const ROUND: f32 = 12_582_912.0;
+    let n = (clamped * std::f32::consts::LOG2_E + ROUND) - ROUND;
+    let r = clamped - n * LN2_HI - n * LN2_LO;
+    // Plain products, not `mul_add`: without FMA enabled at build time that is a libm call.
+    let p = ((((1.987_569_2e-4_f32 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2)
+        * r
+        + 1.666_666_5e-1)
+        * r
+        + 0.5;
+    let y = p * (r * r) + r + 1.0;
+    // 2ⁿ as 2ⁿ⁻¹·2: 2¹²⁸ itself is not a finite fp32.
+    let half_scale = f32::from_bits(((n as i32 + 126) as u32) << 23);
+    if x < LOW {
+        0.0
+    } else if x > HIGH {
+        f32::INFINITY
+    } else {
+        y * half_scale * 2.0
+    }
+}
+
 impl Float for f64 {
     fn of(x: f64) -> Self {
         x
     }
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
     fn get(self) -> f64 {
         self
-    }
-    fn exp_minus(self, shift: f64) -> f64 {
-        (self - shift).exp()
     }
     fn slice(s: &CpuStorage) -> Option<&[Self]> {
         match s {
@@ -76,18 +125,6 @@ fn data<'a, T: Float>(s: &'a CpuStorage, l: &Layout, op: &'static str) -> Result
     Ok(&all[a..b])
 }
 
-fn targets<'a>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [u32]> {
-    match s {
-        CpuStorage::U32(v) => {
-            let (a, b) = l
-                .contiguous_offsets()
-                .ok_or_else(|| candle_core::Error::Msg("targets must be contiguous".into()))?;
-            Ok(&v[a..b])
-        }
-        _ => Err(candle_core::Error::Msg("targets must be u32".into())),
-    }
-}
-
 /// Whether `x` runs on the fused kernels.
 fn fused(x: &Tensor) -> bool {
     matches!(x.device(), Device::Cpu) && matches!(x.dtype(), DType::F32 | DType::F64)
@@ -101,6 +138,107 @@ macro_rules! dispatch {
             _ => Err(candle_core::Error::Msg("fused ops run on f32 and f64".into())),
         }
     };
+}
+
+mod attention;
+mod matmul;
+mod swiglu;
+
+/// `Σ aᵢ·f(bᵢ)` over eight interleaved partial sums, so the loop vectorises (one running sum
+/// is a chain the compiler may not reorder).
+fn dot_by<T: Float>(a: &[T], b: &[T], f: impl Fn(T) -> T) -> T {
+    let mut lanes = [T::default(); 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .fold(T::default(), |acc, (&x, &y)| acc + x * f(y));
+    for (x, y) in a8.zip(b8) {
+        for i in 0..8 {
+            lanes[i] += x[i] * f(y[i]);
+        }
+    }
+    lanes.into_iter().fold(tail, |acc, l| acc + l)
+}
+
+/// `Σ aᵢbᵢ`, vectorised like [`dot_by`].
+fn dot<T: Float>(a: &[T], b: &[T]) -> T {
+    dot_by(a, b, |y| y)
+}
+
+/// `Σ aᵢ`, vectorised like [`dot_by`].
+fn sum<T: Float>(a: &[T]) -> T {
+    let mut lanes = [T::default(); 8];
+    let a8 = a.chunks_exact(8);
+    let tail = a8.remainder().iter().fold(T::default(), |acc, &x| acc + x);
+    for x in a8 {
+        for i in 0..8 {
+            lanes[i] += x[i];
+        }
+    }
+    lanes.into_iter().fold(tail, |acc, l| acc + l)
+}
+
+/// Causal self-attention with RoPE on the projections side by side, `qkv [B·T, (H + 2·KV)·d]`
+/// (queries, keys, values), with the `[T, d]` tables of [`super::ops::rope_tables`]: the
+/// output `[B·T, H·d]`. Fused on CPU, composed elsewhere.
+///
+/// # Errors
+/// Shapes that disagree.
+pub fn attention(
+    qkv: &Tensor,
+    shape: AttentionShape,
+    cos: &Tensor,
+    sin: &Tensor,
+) -> Result<Tensor> {
+    if !fused(qkv) {
+        return super::ops::attention(qkv, shape, cos, sin);
+    }
+    qkv.contiguous()?.apply_op1(attention::Attention {
+        batch: shape.batch,
+        len: shape.len,
+        heads: shape.heads,
+        kv_heads: shape.kv_heads,
+        head_dim: shape.head_dim,
+        cos: table(cos)?,
+        sin: table(sin)?,
+    })
+}
+
+/// A rotary table as the kernels read it.
+fn table(t: &Tensor) -> Result<Arc<Vec<f64>>> {
+    Ok(Arc::new(
+        t.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?,
+    ))
+}
+
+/// The dimensions of an attention call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionShape {
+    /// Sequences.
+    pub batch: usize,
+    /// Positions per sequence.
+    pub len: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Width of a head.
+    pub head_dim: usize,
+}
+
+/// `silu(gate) · up` of `x [N, 2·I]` holding gate and up side by side: `[N, I]`. Fused on
+/// CPU, composed elsewhere.
+///
+/// # Errors
+/// An odd width.
+pub fn swiglu(x: &Tensor) -> Result<Tensor> {
+    if fused(x) {
+        x.contiguous()?.apply_op1(swiglu::SwiGlu)
+    } else {
+        super::ops::swiglu(x)
+    }
 }
 
 // ---- RMSNorm ------------------------------------------------------------------------------
@@ -282,15 +420,16 @@ fn softmax_fwd<T: Float>(x: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shap
     let d = l.dims().last().copied().unwrap_or(1);
     let mut y = vec![T::default(); x.len()];
     y.par_chunks_mut(d).zip(x.par_chunks(d)).for_each(|(y, x)| {
-        let max = x.iter().map(|v| v.get()).fold(f64::NEG_INFINITY, f64::max);
-        let mut sum = 0.0;
-        for i in 0..d {
-            let e = x[i].exp_minus(max);
-            sum += e;
-            y[i] = T::of(e);
+        let max = x
+            .iter()
+            .copied()
+            .fold(x[0], |m, v| if v > m { v } else { m });
+        for (y, &x) in y.iter_mut().zip(x) {
+            *y = (x - max).exp();
         }
-        for v in y.iter_mut() {
-            *v = T::of(v.get() / sum);
+        let total = sum(y);
+        for y in y.iter_mut() {
+            *y = *y / total;
         }
     });
     Ok((T::store(y), l.shape().clone()))
@@ -320,9 +459,9 @@ fn softmax_grad<T: Float>(
     dx.par_chunks_mut(d)
         .zip(y.par_chunks(d).zip(dy.par_chunks(d)))
         .for_each(|(dx, (y, dy))| {
-            let dot: f64 = (0..d).map(|i| y[i].get() * dy[i].get()).sum();
-            for i in 0..d {
-                dx[i] = T::of(y[i].get() * (dy[i].get() - dot));
+            let mean = dot(y, dy);
+            for ((dx, &y), &dy) in dx.iter_mut().zip(y).zip(dy) {
+                *dx = y * (dy - mean);
             }
         });
     Ok((T::store(dx), ly.shape().clone()))
@@ -354,77 +493,83 @@ pub fn softmax(x: &Tensor) -> Result<Tensor> {
 
 // ---- target log-probabilities -------------------------------------------------------------
 
-struct TargetLogprob;
-struct TargetLogprobGrad;
-struct Entropy;
+/// `[N, V]` logits in, `[N, 3]` out: per row the target's log-probability, the entropy and the
+/// log-sum-exp (which the backward reuses), from one exponential per logit.
+struct TargetLogprob(Arc<Vec<u32>>);
+struct TargetLogprobGrad(Arc<Vec<u32>>);
 
-fn log_sum_exp<T: Float>(row: &[T]) -> f64 {
-    let max = row
-        .iter()
-        .map(|v| v.get())
-        .fold(f64::NEG_INFINITY, f64::max);
-    max + row.iter().map(|v| v.exp_minus(max)).sum::<f64>().ln()
-}
+/// Columns of [`TargetLogprob`]'s output.
+const LOGPROB: usize = 0;
+const ENTROPY: usize = 1;
+const LSE: usize = 2;
 
 fn logprob_fwd<T: Float>(
     x: &CpuStorage,
     lx: &Layout,
-    t: &CpuStorage,
-    lt: &Layout,
+    targets: &[u32],
 ) -> Result<(CpuStorage, Shape)> {
-    let (x, t) = (data::<T>(x, lx, "target_logprob")?, targets(t, lt)?);
+    let x = data::<T>(x, lx, "target_logprob")?;
     let v = lx.dims().last().copied().unwrap_or(1);
-    if t.iter().any(|&t| t as usize >= v) {
+    if targets.len() * v != x.len() || targets.iter().any(|&t| t as usize >= v) {
         return Err(candle_core::Error::Msg(
-            "target id outside the vocabulary".into(),
+            "target_logprob: a target outside the vocabulary or one per row missing".into(),
         ));
     }
-    let out: Vec<T> = x
-        .par_chunks(v)
-        .zip(t.par_iter())
-        .map(|(row, &t)| T::of(row[t as usize].get() - log_sum_exp(row)))
-        .collect();
-    Ok((T::store(out), Shape::from(t.len())))
+    let mut out = vec![T::default(); 3 * targets.len()];
+    out.par_chunks_mut(3)
+        .zip(x.par_chunks(v).zip(targets.par_iter()))
+        .for_each_init(
+            || vec![T::default(); v],
+            |e, (out, (row, &t))| {
+                let max = row
+                    .iter()
+                    .copied()
+                    .fold(row[0], |m, z| if z > m { z } else { m });
+                for (e, &z) in e.iter_mut().zip(row) {
+                    *e = (z - max).exp();
+                }
+                // H = ln Σe − Σ(z − max)·e / Σe, all relative to the max.
+                let sum = sum(e);
+                let weighted = dot_by(e, row, |z| z - max);
+                let lse = max.get() + sum.get().ln();
+                out[LOGPROB] = T::of(row[t as usize].get() - lse);
+                out[ENTROPY] = T::of(sum.get().ln() - weighted.get() / sum.get());
+                out[LSE] = T::of(lse);
+            },
+        );
+    Ok((T::store(out), Shape::from((targets.len(), 3))))
 }
 
-impl CustomOp2 for TargetLogprob {
+impl CustomOp1 for TargetLogprob {
     fn name(&self) -> &'static str {
         "fused-target-logprob"
     }
-    fn cpu_fwd(
-        &self,
-        x: &CpuStorage,
-        lx: &Layout,
-        t: &CpuStorage,
-        lt: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        dispatch!(x, logprob_fwd(x, lx, t, lt))
+    fn cpu_fwd(&self, x: &CpuStorage, lx: &Layout) -> Result<(CpuStorage, Shape)> {
+        dispatch!(x, logprob_fwd(x, lx, &self.0))
     }
-    fn bwd(
-        &self,
-        x: &Tensor,
-        t: &Tensor,
-        _: &Tensor,
-        g: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        Ok((
-            Some(x.apply_op3_no_bwd(t, &g.contiguous()?, &TargetLogprobGrad)?),
-            None,
-        ))
+    fn bwd(&self, x: &Tensor, out: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+        let g = g.narrow(1, LOGPROB, 1)?.contiguous()?;
+        let lse = out.narrow(1, LSE, 1)?.contiguous()?;
+        Ok(Some(x.apply_op3_no_bwd(
+            &lse,
+            &g,
+            &TargetLogprobGrad(self.0.clone()),
+        )?))
     }
 }
 
 fn logprob_grad<T: Float>(
     x: &CpuStorage,
     lx: &Layout,
-    t: &CpuStorage,
-    lt: &Layout,
+    lse: &CpuStorage,
+    ll: &Layout,
     g: &CpuStorage,
     lg: &Layout,
+    targets: &[u32],
 ) -> Result<(CpuStorage, Shape)> {
-    let (x, t, g) = (
+    let (x, lse, g) = (
         data::<T>(x, lx, "target_logprob")?,
-        targets(t, lt)?,
+        data::<T>(lse, ll, "target_logprob")?,
         data::<T>(g, lg, "target_logprob")?,
     );
     let v = lx.dims().last().copied().unwrap_or(1);
@@ -434,13 +579,12 @@ fn logprob_grad<T: Float>(
         .enumerate()
         .for_each(|(n, (dx, row))| {
             // d logp[t] / d x = onehot(t) − softmax(x).
-            let lse = log_sum_exp(row);
-            let gn = g[n].get();
-            for i in 0..v {
-                dx[i] = T::of(-gn * row[i].exp_minus(lse));
+            let (lse, gn) = (lse[n], g[n]);
+            for (dx, &z) in dx.iter_mut().zip(row) {
+                *dx = -gn * (z - lse).exp();
             }
-            let k = t[n] as usize;
-            dx[k] = T::of(dx[k].get() + gn);
+            let k = targets[n] as usize;
+            dx[k] += gn;
         });
     Ok((T::store(dx), lx.shape().clone()))
 }
@@ -453,38 +597,12 @@ impl CustomOp3 for TargetLogprobGrad {
         &self,
         x: &CpuStorage,
         lx: &Layout,
-        t: &CpuStorage,
-        lt: &Layout,
+        lse: &CpuStorage,
+        ll: &Layout,
         g: &CpuStorage,
         lg: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        dispatch!(x, logprob_grad(x, lx, t, lt, g, lg))
-    }
-}
-
-fn entropy_fwd<T: Float>(x: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-    let x = data::<T>(x, l, "entropy")?;
-    let v = l.dims().last().copied().unwrap_or(1);
-    let out: Vec<T> = x
-        .par_chunks(v)
-        .map(|row| {
-            let lse = log_sum_exp(row);
-            T::of(
-                -row.iter()
-                    .map(|z| (z.get() - lse) * z.exp_minus(lse))
-                    .sum::<f64>(),
-            )
-        })
-        .collect();
-    Ok((T::store(out), Shape::from(x.len() / v.max(1))))
-}
-
-impl CustomOp1 for Entropy {
-    fn name(&self) -> &'static str {
-        "fused-entropy"
-    }
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        dispatch!(s, entropy_fwd(s, l))
+        dispatch!(x, logprob_grad(x, lx, lse, ll, g, lg, &self.0))
     }
 }
 
@@ -492,9 +610,10 @@ impl CustomOp1 for Entropy {
 /// entropy of each row (detached): fused on CPU.
 pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
     if fused(logits) {
-        let logits = logits.contiguous()?;
-        let picked = logits.apply_op2(&targets.contiguous()?, TargetLogprob)?;
-        let entropy = logits.detach().apply_op1_no_bwd(&Entropy)?;
+        let ids = Arc::new(targets.flatten_all()?.to_vec1::<u32>()?);
+        let out = logits.contiguous()?.apply_op1(TargetLogprob(ids))?;
+        let picked = out.narrow(1, LOGPROB, 1)?.squeeze(1)?;
+        let entropy = out.narrow(1, ENTROPY, 1)?.squeeze(1)?.detach();
         Ok((picked, entropy))
     } else {
         let logp = super::ops::log_softmax(logits)?;
@@ -507,78 +626,25 @@ pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<(Tensor, Ten
     }
 }
 
-// ---- RoPE ---------------------------------------------------------------------------------
+#[cfg(test)]
+mod tests {
+    use super::exp_f32;
 
-/// `x·cos + rotate_half(x)·sin` over `[.., T, head_dim]`, or its transpose (the backward):
-/// `dy·cos + rotate_halfᵀ(dy·sin)`.
-struct Rope {
-    cos: std::sync::Arc<Vec<f64>>,
-    sin: std::sync::Arc<Vec<f64>>,
-    transpose: bool,
-}
-
-fn rope_fwd<T: Float>(x: &CpuStorage, l: &Layout, op: &Rope) -> Result<(CpuStorage, Shape)> {
-    let x = data::<T>(x, l, "rope")?;
-    let dims = l.dims();
-    let (t, d) = (dims[dims.len() - 2], dims[dims.len() - 1]);
-    if op.cos.len() != t * d {
-        return Err(candle_core::Error::Msg(
-            "rope: table and input disagree".into(),
-        ));
-    }
-    let half = d / 2;
-    let mut y = vec![T::default(); x.len()];
-    y.par_chunks_mut(t * d)
-        .zip(x.par_chunks(t * d))
-        .for_each(|(y, x)| {
-            for p in 0..t {
-                let (x, y) = (&x[p * d..(p + 1) * d], &mut y[p * d..(p + 1) * d]);
-                let (cos, sin) = (&op.cos[p * d..(p + 1) * d], &op.sin[p * d..(p + 1) * d]);
-                for i in 0..d {
-                    let rotated = match (op.transpose, i < half) {
-                        (false, true) => -x[i + half].get() * sin[i],
-                        (false, false) => x[i - half].get() * sin[i],
-                        (true, true) => x[i + half].get() * sin[i + half],
-                        (true, false) => -x[i - half].get() * sin[i - half],
-                    };
-                    y[i] = T::of(x[i].get() * cos[i] + rotated);
-                }
-            }
-        });
-    Ok((T::store(y), l.shape().clone()))
-}
-
-impl CustomOp1 for Rope {
-    fn name(&self) -> &'static str {
-        "fused-rope"
-    }
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        dispatch!(s, rope_fwd(s, l, self))
-    }
-    fn bwd(&self, _: &Tensor, _: &Tensor, dy: &Tensor) -> Result<Option<Tensor>> {
-        let transposed = Rope {
-            cos: self.cos.clone(),
-            sin: self.sin.clone(),
-            transpose: !self.transpose,
-        };
-        Ok(Some(dy.contiguous()?.apply_op1(transposed)?))
-    }
-}
-
-/// RoPE with the `[T, head_dim]` tables of [`super::ops::rope_tables`] (fused on CPU).
-pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-    if fused(x) {
-        let flat = |t: &Tensor| -> Result<std::sync::Arc<Vec<f64>>> {
-            Ok(std::sync::Arc::new(
-                t.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?,
-            ))
-        };
-        x.contiguous()?.apply_op1(Rope {
-            cos: flat(cos)?,
-            sin: flat(sin)?,
-            transpose: false,
-        })
-    } else {
-        super::ops::rope(x, cos, sin)
+    #[test]
+    fn fast_exp_is_within_a_few_ulp_of_exp_over_the_whole_fp32_range() {
+        let mut worst = 0.0f64;
+        for i in -865_000..=887_200 {
+            let x = i as f32 * 1e-4;
+            let exact = f64::from(x).exp();
+            let rel = (f64::from(exp_f32(x)) - exact).abs() / exact;
+            worst = worst.max(rel);
+        }
+        // fp32 rounding alone is up to 6e-8.
+        assert!(worst < 2.5e-7, "worst relative error {worst}");
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert_eq!(exp_f32(-1e9), 0.0);
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(89.0), f32::INFINITY);
+        assert!(exp_f32(f32::NAN).is_nan());
     }
 }

@@ -10,7 +10,7 @@
 
 use candle_core::Tensor;
 
-use super::{Model, ops};
+use super::{Model, fused, ops};
 use crate::error::Result;
 
 /// Keys and values of the tokens a batch of sequences has fed so far.
@@ -141,7 +141,9 @@ impl Model {
         let scale = 1.0 / (head_dim as f64).sqrt();
 
         let mut grown = Vec::with_capacity(c.num_hidden_layers);
-        let hidden = self.decoder(&ids, &mut None, &mut |layer, q, k, v| {
+        let shape = self.attention_shape(rows, n);
+        let hidden = self.decoder(&ids, &mut None, &mut |layer, qkv| {
+            let (q, k, v) = ops::split_heads(&qkv, shape)?;
             let q = ops::rope(&q, &cos, &sin)?;
             let k = ops::rope(&k, &cos, &sin)?;
             let (k, v) = match cache.layers.get(layer) {
@@ -155,7 +157,7 @@ impl Model {
             let values = ops::repeat_kv(&v, heads / kv_heads)?;
             grown.push((k, v));
             let scores = (q.matmul(&keys.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
-            ops::softmax(&scores)?.matmul(&values)
+            ops::merge_heads(&fused::softmax(&scores)?.matmul(&values)?)
         })?;
         cache.layers = grown;
         for (i, tokens) in new.iter().enumerate() {
@@ -246,9 +248,12 @@ mod tests {
                     .zip(&logits[r])
                     .map(|(a, b)| (a - b).abs())
                     .fold(0.0f32, f32::max);
+                // Logits reach the hundreds here: a few fp32 ulps of them, where a wrong mask
+                // or position moves them by whole units.
+                let size = full.iter().fold(100.0f32, |m, v| m.max(v.abs()));
                 assert!(
-                    err < 1e-4,
-                    "sequence {s} of {} tokens: {err}",
+                    err < 2e-6 * size,
+                    "sequence {s} of {} tokens: {err} (logits up to {size})",
                     seqs[s].len()
                 );
             }

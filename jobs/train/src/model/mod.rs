@@ -209,6 +209,41 @@ impl Model {
         Ok(y)
     }
 
+    /// The outputs of `modules` side by side, `[N, Σ out]`: one matmul on their concatenated
+    /// weights unless one of them carries a LoRA adapter.
+    fn linears(
+        &self,
+        x: &Tensor,
+        modules: &[String],
+        bias: bool,
+        dropout: &mut Option<Dropout<'_>>,
+    ) -> candle_core::Result<Tensor> {
+        let adapted = self
+            .lora
+            .as_ref()
+            .is_some_and(|l| modules.iter().any(|m| l.get(m).is_some()));
+        if adapted {
+            let parts = modules
+                .iter()
+                .map(|m| self.linear(x, m, bias, dropout))
+                .collect::<candle_core::Result<Vec<_>>>()?;
+            return Tensor::cat(&parts, 1);
+        }
+        let stacked = |suffix: &str| {
+            let parts = modules
+                .iter()
+                .map(|m| self.weight(&format!("{m}.{suffix}")))
+                .collect::<candle_core::Result<Vec<_>>>()?;
+            Tensor::cat(&parts, 0)
+        };
+        let y = x.matmul(&stacked("weight")?.t()?)?;
+        if bias {
+            y.broadcast_add(&stacked("bias")?)
+        } else {
+            Ok(y)
+        }
+    }
+
     /// The final hidden states `[B·T, hidden]` (after the last norm) of right-padded token ids
     /// `[B, T]` (u32).
     ///
@@ -223,34 +258,43 @@ impl Model {
         ids: &Tensor,
         dropout: &mut Option<Dropout<'_>>,
     ) -> candle_core::Result<Tensor> {
-        let c = &self.config;
-        let t = ids.dim(1)?;
-        let (heads, kv_heads, head_dim) = (c.num_attention_heads, c.num_kv_heads(), c.head_dim());
-        let (cos, sin) = ops::rope_tables(t, head_dim, c.rope_theta, self.compute, &self.device)?;
-        let mask = ops::causal_mask(t, self.compute, &self.device)?;
-        let scale = 1.0 / (head_dim as f64).sqrt();
-        self.decoder(ids, dropout, &mut |_, q, k, v| {
-            let q = fused::rope(&q, &cos, &sin)?;
-            let k = ops::repeat_kv(&fused::rope(&k, &cos, &sin)?, heads / kv_heads)?;
-            let v = ops::repeat_kv(&v, heads / kv_heads)?;
-            let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
-            fused::softmax(&scores)?.matmul(&v)
+        let (batch, len) = ids.dims2()?;
+        let shape = self.attention_shape(batch, len);
+        let (cos, sin) = ops::rope_tables(
+            len,
+            shape.head_dim,
+            self.config.rope_theta,
+            self.compute,
+            &self.device,
+        )?;
+        self.decoder(ids, dropout, &mut |_, qkv| {
+            fused::attention(&qkv, shape, &cos, &sin)
         })
     }
 
+    /// The attention dimensions of `batch` sequences of `len` positions.
+    fn attention_shape(&self, batch: usize, len: usize) -> fused::AttentionShape {
+        let c = &self.config;
+        fused::AttentionShape {
+            batch,
+            len,
+            heads: c.num_attention_heads,
+            kv_heads: c.num_kv_heads(),
+            head_dim: c.head_dim(),
+        }
+    }
+
     /// The decoder stack on token ids `[B, T]`, returning the final hidden states `[B·T,
-    /// hidden]`. `attend(layer, q, k, v)` (queries `[B, heads, T, d]`, keys and values `[B,
-    /// kv_heads, T, d]`, before RoPE) returns the attention output `[B, heads, T, d]`: the
-    /// whole causal batch when training, new tokens after cached ones when sampling.
+    /// hidden]`. `attend(layer, qkv)` takes the projections side by side, `[B·T, (H + 2·KV)·d]`
+    /// before RoPE (see [`fused::attention`]), and returns the attention output `[B·T, H·d]`:
+    /// the whole causal batch when training, new tokens after cached ones when sampling.
     fn decoder(
         &self,
         ids: &Tensor,
         dropout: &mut Option<Dropout<'_>>,
-        attend: &mut dyn FnMut(usize, Tensor, Tensor, Tensor) -> candle_core::Result<Tensor>,
+        attend: &mut dyn FnMut(usize, Tensor) -> candle_core::Result<Tensor>,
     ) -> candle_core::Result<Tensor> {
         let c = &self.config;
-        let (b, t) = ids.dims2()?;
-        let (heads, kv_heads, head_dim) = (c.num_attention_heads, c.num_kv_heads(), c.head_dim());
         let embed = self.weight("model.embed_tokens.weight")?;
         let mut x = embed.index_select(&ids.flatten_all()?, 0)?;
         for layer in 0..c.num_hidden_layers {
@@ -261,25 +305,13 @@ impl Model {
                 c.rms_norm_eps,
             )?;
             let attn = format!("{p}.self_attn");
-            let split = |y: Tensor, n: usize| {
-                y.reshape((b, t, n, head_dim))?
-                    .transpose(1, 2)?
-                    .contiguous()
-            };
-            let q = split(
-                self.linear(&h, &format!("{attn}.q_proj"), c.qkv_bias(), dropout)?,
-                heads,
+            let qkv = self.linears(
+                &h,
+                &["q_proj", "k_proj", "v_proj"].map(|m| format!("{attn}.{m}")),
+                c.qkv_bias(),
+                dropout,
             )?;
-            let k = split(
-                self.linear(&h, &format!("{attn}.k_proj"), c.qkv_bias(), dropout)?,
-                kv_heads,
-            )?;
-            let v = split(
-                self.linear(&h, &format!("{attn}.v_proj"), c.qkv_bias(), dropout)?,
-                kv_heads,
-            )?;
-            let y = attend(layer, q, k, v)?;
-            let y = y.transpose(1, 2)?.reshape((b * t, heads * head_dim))?;
+            let y = attend(layer, qkv)?;
             x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias(), dropout)?)?;
             let h = fused::rms_norm(
                 &x,
@@ -287,12 +319,14 @@ impl Model {
                 c.rms_norm_eps,
             )?;
             let mlp = format!("{p}.mlp");
-            let gate = self
-                .linear(&h, &format!("{mlp}.gate_proj"), c.mlp_bias, dropout)?
-                .silu()?;
-            let up = self.linear(&h, &format!("{mlp}.up_proj"), c.mlp_bias, dropout)?;
+            let gate_up = self.linears(
+                &h,
+                &["gate_proj", "up_proj"].map(|m| format!("{mlp}.{m}")),
+                c.mlp_bias,
+                dropout,
+            )?;
             x = (x + self.linear(
-                &(gate * up)?,
+                &fused::swiglu(&gate_up)?,
                 &format!("{mlp}.down_proj"),
                 c.mlp_bias,
                 dropout,

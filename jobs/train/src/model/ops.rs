@@ -7,6 +7,8 @@
 
 use candle_core::{D, DType, Device, Result, Tensor};
 
+use super::fused::AttentionShape;
+
 /// RMSNorm as in `Qwen2RMSNorm`: `w · x / sqrt(mean(x²) + ε)`, computed in at least fp32.
 pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     let dtype = x.dtype();
@@ -105,4 +107,57 @@ pub fn repeat_kv(x: &Tensor, times: usize) -> Result<Tensor> {
     }
     let (b, kv, t, d) = x.dims4()?;
     Tensor::cat(&vec![x; times], 2)?.reshape((b, kv * times, t, d))
+}
+
+/// The projections side by side, `[B·T, (H + 2·KV)·d]`, as queries `[B, H, T, d]` and keys
+/// and values `[B, KV, T, d]`.
+pub fn split_heads(qkv: &Tensor, shape: AttentionShape) -> Result<(Tensor, Tensor, Tensor)> {
+    let AttentionShape {
+        batch,
+        len,
+        heads,
+        kv_heads,
+        head_dim,
+    } = shape;
+    let part = |start: usize, n: usize| {
+        qkv.narrow(1, start * head_dim, n * head_dim)?
+            .reshape((batch, len, n, head_dim))?
+            .transpose(1, 2)?
+            .contiguous()
+    };
+    Ok((
+        part(0, heads)?,
+        part(heads, kv_heads)?,
+        part(heads + kv_heads, kv_heads)?,
+    ))
+}
+
+/// Causal self-attention with RoPE (see [`super::fused::attention`]), composed.
+pub fn attention(
+    qkv: &Tensor,
+    shape: AttentionShape,
+    cos: &Tensor,
+    sin: &Tensor,
+) -> Result<Tensor> {
+    let (q, k, v) = split_heads(qkv, shape)?;
+    let group = shape.heads / shape.kv_heads;
+    let q = rope(&q, cos, sin)?;
+    let k = repeat_kv(&rope(&k, cos, sin)?, group)?;
+    let v = repeat_kv(&v, group)?;
+    let mask = causal_mask(shape.len, qkv.dtype(), qkv.device())?;
+    let scale = 1.0 / (shape.head_dim as f64).sqrt();
+    let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
+    merge_heads(&softmax(&scores)?.matmul(&v)?)
+}
+
+/// `[B, H, T, d]` → `[B·T, H·d]`.
+pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
+    let (b, h, t, d) = y.dims4()?;
+    y.transpose(1, 2)?.reshape((b * t, h * d))
+}
+
+/// `silu(gate) · up` of gate and up side by side (see [`super::fused::swiglu`]), composed.
+pub fn swiglu(x: &Tensor) -> Result<Tensor> {
+    let half = x.dim(D::Minus1)? / 2;
+    x.narrow(D::Minus1, 0, half)?.silu()? * x.narrow(D::Minus1, half, half)?
 }
