@@ -15,8 +15,8 @@ pub enum TenantIdError {
     /// Empty, or longer than 64 characters.
     #[error("tenant id must be 1 to 64 characters long")]
     Length,
-    /// A character outside `[A-Za-z0-9_.-]`.
-    #[error("tenant id may only contain letters, digits, '_', '.' and '-'")]
+    /// A character outside `[A-Za-z0-9_.-]`, or dots alone.
+    #[error("tenant id may only contain letters, digits, '_', '.' and '-', and not only dots")]
     Character,
 }
 
@@ -33,6 +33,10 @@ impl TenantId {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
         {
+            return Err(TenantIdError::Character);
+        }
+        // `.` and `..` are path segments wherever an id becomes part of a path or key.
+        if raw.bytes().all(|b| b == b'.') {
             return Err(TenantIdError::Character);
         }
         Ok(Self(raw.to_owned()))
@@ -61,5 +65,8 @@ mod tests {
         assert_eq!(TenantId::parse(&"a".repeat(65)), Err(TenantIdError::Length));
         assert_eq!(TenantId::parse("a#b"), Err(TenantIdError::Character));
         assert_eq!(TenantId::parse("a/b"), Err(TenantIdError::Character));
+        assert_eq!(TenantId::parse(".."), Err(TenantIdError::Character));
+        assert_eq!(TenantId::parse("."), Err(TenantIdError::Character));
+        assert!(TenantId::parse("..a").is_ok());
     }
 }

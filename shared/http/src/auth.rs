@@ -4,7 +4,7 @@
 //! `tenant_id` claim that API Gateway's JWT authorizer verified and put in the request
 //! context, which a client cannot set.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use agentrl_core::TenantId;
 use axum::{
@@ -22,7 +22,7 @@ use crate::ApiError;
 #[derive(Clone)]
 pub enum Auth {
     /// Static API keys, each mapped to a tenant (the local stack). Keys are held hashed.
-    ApiKeys(Arc<HashMap<[u8; 32], TenantId>>),
+    ApiKeys(Arc<Vec<([u8; 32], TenantId)>>),
     /// The `tenant_id` claim of API Gateway's JWT authorizer (Lambda).
     JwtClaim,
 }
@@ -46,8 +46,18 @@ impl Auth {
                 if !scheme.eq_ignore_ascii_case("bearer") {
                     return None;
                 }
-                // Looking up a hash keeps the comparison independent of how much of a key matched.
-                keys.get(&digest(key.trim())).cloned()
+                let presented = digest(key.trim());
+                // Every stored digest is compared in full, in constant time: how long this
+                // takes says nothing about which key matched or how much of one did.
+                keys.iter()
+                    .fold(None, |found, (stored, tenant)| {
+                        if same_digest(stored, &presented) {
+                            Some(tenant)
+                        } else {
+                            found
+                        }
+                    })
+                    .cloned()
             }
             Self::JwtClaim => {
                 // Other request-context variants exist when other lambda_http features are on.
@@ -64,6 +74,13 @@ impl Auth {
 
 fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
+}
+
+/// Equality of two digests that reads every byte whatever the first difference.
+fn same_digest(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    // The optimiser may not turn the fold into an early exit on a value it cannot see.
+    std::hint::black_box(difference) == 0
 }
 
 /// The authenticated tenant of the request (an extractor).
@@ -106,4 +123,146 @@ pub(crate) async fn authenticate(
     tracing::Span::current().record("tenant", tenant.as_str());
     req.extensions_mut().insert(Tenant(tenant));
     next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+
+    fn tenant(name: &str) -> TenantId {
+        TenantId::parse(name).unwrap()
+    }
+
+    fn keys() -> Auth {
+        Auth::api_keys([
+            (tenant("tenant-a"), "key-a-0123456789".to_owned()),
+            (tenant("tenant-b"), "key-b-0123456789".to_owned()),
+        ])
+    }
+
+    fn with_authorization(value: &[u8]) -> Request {
+        axum::http::Request::builder()
+            .uri("/v1/budgets")
+            .header(
+                header::AUTHORIZATION,
+                HeaderValue::from_bytes(value).unwrap(),
+            )
+            .body(Body::empty())
+            .unwrap()
+    }
+
+    #[test]
+    fn api_keys_resolve_their_tenant_and_nothing_else_does() {
+        let auth = keys();
+        let of = |value: &[u8]| auth.tenant_of(&with_authorization(value));
+        assert_eq!(of(b"Bearer key-a-0123456789"), Some(tenant("tenant-a")));
+        assert_eq!(of(b"bearer key-b-0123456789"), Some(tenant("tenant-b")));
+        assert_eq!(of(b"Bearer  key-b-0123456789 "), Some(tenant("tenant-b")));
+        for refused in [
+            &b"Bearer key-c-0123456789"[..], // unknown
+            b"Bearer key-a-012345678",       // a prefix of a key
+            b"Bearer key-a-01234567890",     // a key and more
+            b"Bearer KEY-A-0123456789",      // keys are case-sensitive
+            b"Basic key-a-0123456789",       // another scheme
+            b"Bearer",                       // no key
+            b"Bearer ",                      // an empty key
+            b"key-a-0123456789",             // no scheme
+        ] {
+            assert_eq!(of(refused), None, "{}", String::from_utf8_lossy(refused));
+        }
+        let no_header = axum::http::Request::new(Body::empty());
+        assert_eq!(auth.tenant_of(&no_header), None);
+        // Revoking a key is removing it from AGENTRL_API_KEYS: the next start refuses it.
+        let revoked = Auth::api_keys([(tenant("tenant-b"), "key-b-0123456789".to_owned())]);
+        assert_eq!(
+            revoked.tenant_of(&with_authorization(b"Bearer key-a-0123456789")),
+            None
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_in_the_header_is_refused() {
+        let mut value = b"Bearer key-a-".to_vec();
+        value.push(0xff);
+        assert_eq!(keys().tenant_of(&with_authorization(&value)), None);
+    }
+
+    #[test]
+    fn digests_compare_equal_only_when_every_byte_is() {
+        let a = digest("key-a-0123456789");
+        assert!(same_digest(&a, &a));
+        for i in [0, 15, 31] {
+            let mut b = a;
+            b[i] ^= 1;
+            assert!(!same_digest(&a, &b), "byte {i}");
+        }
+    }
+
+    /// An API Gateway HTTP API event decoded by `lambda_http` as the runtime does, with these
+    /// JWT claims (`None`: no authorizer at all).
+    fn gateway_request(claims: Option<serde_json::Value>) -> Request {
+        let mut event = serde_json::json!({
+            "version": "2.0",
+            "routeKey": "GET /v1/budgets/{id}",
+            "rawPath": "/v1/budgets/b-1",
+            "rawQueryString": "",
+            "headers": {"authorization": "Bearer eyJhbGciOiJSUzI1NiJ9.e30.c2ln"},
+            "requestContext": {
+                "accountId": "123456789012",
+                "apiId": "api",
+                "http": {"method": "GET", "path": "/v1/budgets/b-1", "protocol": "HTTP/1.1",
+                         "sourceIp": "203.0.113.10", "userAgent": "test"},
+                "requestId": "r-1",
+                "routeKey": "GET /v1/budgets/{id}",
+                "stage": "$default",
+                "time": "01/Jan/2026:00:00:01 +0000",
+                "timeEpoch": 1767225601000u64
+            },
+            "isBase64Encoded": false
+        });
+        if let Some(claims) = claims {
+            event["requestContext"]["authorizer"] = serde_json::json!({"jwt": {"claims": claims}});
+        }
+        lambda_http::request::from_str(&event.to_string())
+            .unwrap()
+            .map(|body| Body::from(body.to_vec()))
+    }
+
+    #[test]
+    fn the_jwt_tenant_claim_is_required_and_must_be_a_tenant_id() {
+        let of = |claims| Auth::JwtClaim.tenant_of(&gateway_request(claims));
+        assert_eq!(
+            of(Some(
+                serde_json::json!({"sub": "u-1", "tenant_id": "tenant-a"})
+            )),
+            Some(tenant("tenant-a"))
+        );
+        assert_eq!(of(None), None, "no authorizer");
+        assert_eq!(
+            of(Some(serde_json::json!({"sub": "u-1"}))),
+            None,
+            "no claim"
+        );
+        for malformed in [
+            "",
+            " ",
+            ".",
+            "..",
+            "../tenant-a",
+            "tenant a",
+            "tenant-a\n",
+            &"t".repeat(200),
+        ] {
+            assert_eq!(
+                of(Some(serde_json::json!({"tenant_id": malformed}))),
+                None,
+                "{malformed:?}"
+            );
+        }
+        // A bearer key is no identity behind API Gateway, and a request from outside Lambda
+        // (no request context) has none either.
+        let plain = with_authorization(b"Bearer key-a-0123456789");
+        assert_eq!(Auth::JwtClaim.tenant_of(&plain), None);
+    }
 }
