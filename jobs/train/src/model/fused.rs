@@ -196,11 +196,7 @@ pub fn attention(
         return super::ops::attention(qkv, shape, cos, sin);
     }
     qkv.contiguous()?.apply_op1(attention::Attention {
-        batch: shape.batch,
-        len: shape.len,
-        heads: shape.heads,
-        kv_heads: shape.kv_heads,
-        head_dim: shape.head_dim,
+        shape,
         cos: table(cos)?,
         sin: table(sin)?,
     })
@@ -415,23 +411,30 @@ pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
 struct Softmax;
 struct SoftmaxGrad;
 
+/// The largest value of a non-empty row.
+fn row_max<T: Float>(row: &[T]) -> T {
+    row.iter()
+        .copied()
+        .fold(row[0], |m, v| if v > m { v } else { m })
+}
+
+/// Softmax of a non-empty row, in place.
+fn softmax_in_place<T: Float>(row: &mut [T]) {
+    let max = row_max(row);
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+    }
+    let total = sum(row);
+    for v in row.iter_mut() {
+        *v = *v / total;
+    }
+}
+
 fn softmax_fwd<T: Float>(x: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
     let x = data::<T>(x, l, "softmax")?;
     let d = l.dims().last().copied().unwrap_or(1);
-    let mut y = vec![T::default(); x.len()];
-    y.par_chunks_mut(d).zip(x.par_chunks(d)).for_each(|(y, x)| {
-        let max = x
-            .iter()
-            .copied()
-            .fold(x[0], |m, v| if v > m { v } else { m });
-        for (y, &x) in y.iter_mut().zip(x) {
-            *y = (x - max).exp();
-        }
-        let total = sum(y);
-        for y in y.iter_mut() {
-            *y = *y / total;
-        }
-    });
+    let mut y = x.to_vec();
+    y.par_chunks_mut(d).for_each(softmax_in_place);
     Ok((T::store(y), l.shape().clone()))
 }
 
@@ -521,10 +524,7 @@ fn logprob_fwd<T: Float>(
         .for_each_init(
             || vec![T::default(); v],
             |e, (out, (row, &t))| {
-                let max = row
-                    .iter()
-                    .copied()
-                    .fold(row[0], |m, z| if z > m { z } else { m });
+                let max = row_max(row);
                 for (e, &z) in e.iter_mut().zip(row) {
                     *e = (z - max).exp();
                 }

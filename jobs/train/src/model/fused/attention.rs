@@ -15,17 +15,12 @@ use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tenso
 use rayon::prelude::*;
 
 use super::matmul::{View, matmul};
-use super::{Float, data, dot, sum};
+use super::{AttentionShape, Float, data, dot, softmax_in_place};
 
-/// The attention's shape: batch, sequence length, query heads, key/value heads, head width,
-/// and the rotary tables `[T, d]` of positions `0..T`.
+/// The attention's dimensions and the rotary tables `[T, d]` of positions `0..T`.
 #[derive(Debug, Clone)]
 pub(super) struct Attention {
-    pub batch: usize,
-    pub len: usize,
-    pub heads: usize,
-    pub kv_heads: usize,
-    pub head_dim: usize,
+    pub shape: AttentionShape,
     pub cos: Arc<Vec<f64>>,
     pub sin: Arc<Vec<f64>>,
 }
@@ -52,22 +47,28 @@ struct Plan<T> {
 impl Attention {
     fn plan<T: Float>(&self, input: &Layout) -> Result<Plan<T>> {
         let (n, width) = input.shape().dims2()?;
-        let d = self.head_dim;
-        if n != self.batch * self.len
-            || width != (self.heads + 2 * self.kv_heads) * d
-            || !self.heads.is_multiple_of(self.kv_heads)
-            || self.cos.len() != self.len * d
-            || self.sin.len() != self.len * d
+        let AttentionShape {
+            batch,
+            len,
+            heads,
+            kv_heads,
+            head_dim: d,
+        } = self.shape;
+        if n != batch * len
+            || width != (heads + 2 * kv_heads) * d
+            || !heads.is_multiple_of(kv_heads)
+            || self.cos.len() != len * d
+            || self.sin.len() != len * d
         {
             candle_core::bail!("attention: input {n}×{width} does not match its plan");
         }
         let table = |v: &[f64]| v.iter().map(|&x| T::of(x)).collect();
         Ok(Plan {
-            t: self.len,
+            t: len,
             d,
-            heads: self.heads,
-            kv_heads: self.kv_heads,
-            group: self.heads / self.kv_heads,
+            heads,
+            kv_heads,
+            group: heads / kv_heads,
             width,
             scale: T::of(1.0 / (d as f64).sqrt()),
             cos: table(&self.cos),
@@ -124,20 +125,10 @@ impl<T: Float> Plan<T> {
         for (i, row) in p.chunks_mut(t).enumerate() {
             let (seen, future) = row.split_at_mut(i + 1);
             future.fill(T::default());
-            let mut max = T::of(f64::NEG_INFINITY);
             for s in seen.iter_mut() {
                 *s = *s * self.scale;
-                if *s > max {
-                    max = *s;
-                }
             }
-            for s in seen.iter_mut() {
-                *s = (*s - max).exp();
-            }
-            let total = sum(seen);
-            for s in seen.iter_mut() {
-                *s = *s / total;
-            }
+            softmax_in_place(seen);
         }
     }
 }
@@ -147,7 +138,7 @@ fn forward<T: Float>(op: &Attention, s: &CpuStorage, l: &Layout) -> Result<(CpuS
     let plan = op.plan::<T>(l)?;
     let (t, d, width) = (plan.t, plan.d, plan.width);
     let out_width = plan.heads * d;
-    let mut out = vec![T::default(); op.batch * t * out_width];
+    let mut out = vec![T::default(); op.shape.batch * t * out_width];
     out.par_chunks_mut(t * out_width)
         .zip(x.par_chunks(t * width))
         .for_each(|(out, rows)| {
@@ -168,7 +159,7 @@ fn forward<T: Float>(op: &Attention, s: &CpuStorage, l: &Layout) -> Result<(CpuS
                 }
             }
         });
-    Ok((T::store(out), Shape::from((op.batch * t, out_width))))
+    Ok((T::store(out), Shape::from((op.shape.batch * t, out_width))))
 }
 
 fn backward<T: Float>(
