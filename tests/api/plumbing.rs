@@ -192,6 +192,19 @@ async fn bad_input_is_a_precise_4xx_never_a_500() {
         assert!(!p["detail"].as_str().unwrap().is_empty());
     }
 
+    // serde would read a struct from an array of its fields: bodies documented as objects
+    // must be objects.
+    for body in [json!([]), json!([true]), json!("trusted")] {
+        let (status, p) = s
+            .a("PUT", "/v1/agents/coder-1/learning/settings", Some(&body))
+            .await;
+        assert_eq!(status, 400, "{body} → {p}");
+        assert_eq!(
+            p["detail"], "the body must be a JSON object",
+            "{body} → {p}"
+        );
+    }
+
     let huge = "x".repeat(2 * 1024 * 1024);
     let resp = s
         .http

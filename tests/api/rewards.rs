@@ -168,6 +168,25 @@ async fn rewards_end_to_end(s: &Stack) {
         )
     );
 
+    // One agent's examples of every type, without `type`.
+    for (agent, listed) in [("coder-7", true), ("coder-8", false)] {
+        let (status, page) = s
+            .a(
+                "GET",
+                &format!("/v1/training-examples?agent_id={agent}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{page}");
+        let ids: Vec<&str> = page["examples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["execution_id"].as_str())
+            .collect();
+        assert_eq!(ids.contains(&id.as_str()), listed, "{agent}: {page}");
+    }
+
     // Another tenant sees nothing of it.
     for path in [
         format!("/v1/executions/{id}"),

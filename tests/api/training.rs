@@ -263,10 +263,13 @@ async fn runs(s: &Stack) {
         )
         .await;
     assert_eq!(status, 404, "another tenant's run");
-    let (status, refused) = s
-        .a("POST", &format!("/v1/training-runs/{id}/promote"), None)
-        .await;
-    assert_eq!(status, 409, "{refused}");
+    // No body and a JSON `null` are the same request: a promotion with the defaults.
+    for body in [None, Some(&Value::Null)] {
+        let (status, refused) = s
+            .a("POST", &format!("/v1/training-runs/{id}/promote"), body)
+            .await;
+        assert_eq!(status, 409, "{body:?}: {refused}");
+    }
 
     let (status, listed) = s.a("GET", "/v1/training-runs?agent_id=coder-7", None).await;
     assert_eq!(status, 200);

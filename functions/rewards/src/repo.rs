@@ -275,11 +275,17 @@ impl RewardRepo {
                 ascending: true,
             })
             .await?;
-        let examples = page
+        let mut examples: Vec<Example> = page
             .items
             .into_iter()
             .map(|i| i.decode().map(|(e, _)| e))
             .collect::<Result<_, _>>()?;
+        // Keys lead with the type, so one agent's examples of every type are not one key
+        // range: they are filtered from the page read, which can then hold fewer than `limit`
+        // (a DynamoDB filter expression reads the same way), while the cursor still moves on.
+        if let (None, Some(agent)) = (filter.kind, filter.agent_id) {
+            examples.retain(|e| e.agent_id == agent);
+        }
         Ok((examples, page.next))
     }
 }

@@ -22,9 +22,11 @@ pub(crate) const MAX_TEXT_BYTES: usize = 160 * 1024;
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateExecutionBody {
     /// The agent that ran.
+    #[schema(pattern = "^[A-Za-z0-9._:@-]{1,128}$")]
     pub agent_id: String,
     /// Its version (a model, prompt or policy revision).
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._:@-]{1,128}$")]
     pub agent_version: Option<String>,
     /// What it was asked: the prompt of a training example.
     pub input: String,
@@ -35,6 +37,7 @@ pub(crate) struct CreateExecutionBody {
     pub tokens_used: Option<u64>,
     /// What it cost, in the tenant's currency.
     #[serde(default)]
+    #[schema(minimum = 0)]
     pub cost: Option<f64>,
     /// How it ended.
     #[serde(default)]

@@ -11,50 +11,38 @@ use crate::ApiError;
 
 /// A JSON body deserialised into `T`; malformed JSON, wrong types and unknown fields are 400
 /// naming the field, a body over the limit is 413, a non-JSON content type is 415.
+///
+/// The body must be a JSON object unless `OBJECT` is `false`: serde reads a struct from an
+/// array of its fields in order, so `[]` would otherwise pass as a struct whose fields are all
+/// optional, and `[1, 2]` as one with two fields, while the document says object.
 #[derive(Debug, Clone)]
-pub struct ValidJson<T>(pub T);
+pub struct ValidJson<T, const OBJECT: bool = true>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ValidJson<T> {
+impl<S: Send + Sync, T: DeserializeOwned, const OBJECT: bool> FromRequest<S>
+    for ValidJson<T, OBJECT>
+{
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let json_type = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(str::trim)
-            .is_some_and(|v| v.eq_ignore_ascii_case("application/json") || v.ends_with("+json"));
-        if !json_type {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "the body must be JSON (Content-Type: application/json)",
-            ));
-        }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "the body is over the size limit",
-                )
-            } else {
-                ApiError::new(StatusCode::BAD_REQUEST, rejection.body_text())
-            }
-        })?;
-        parse(&bytes).map(ValidJson)
+        decode::<T, OBJECT>(&json_bytes(req, state).await?).map(ValidJson)
     }
 }
 
-/// An optional JSON body: a request without a body and without a `Content-Type` is `None`;
-/// anything else must be valid JSON as for [`ValidJson`].
-impl<S: Send + Sync, T: DeserializeOwned> axum::extract::OptionalFromRequest<S> for ValidJson<T> {
+/// An optional JSON body: a request without a body and without a `Content-Type` is `None`, and
+/// so is a JSON `null` (what a client serialising an absent optional body sends); anything
+/// else must be valid JSON as for [`ValidJson`].
+impl<S: Send + Sync, T: DeserializeOwned, const OBJECT: bool> axum::extract::OptionalFromRequest<S>
+    for ValidJson<T, OBJECT>
+{
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Option<Self>, Self::Rejection> {
         if req.headers().contains_key(header::CONTENT_TYPE) {
-            return <Self as FromRequest<S>>::from_request(req, state)
-                .await
-                .map(Some);
+            let bytes = json_bytes(req, state).await?;
+            if bytes.trim_ascii() == b"null" {
+                return Ok(None);
+            }
+            return decode::<T, OBJECT>(&bytes).map(|v| Some(ValidJson(v)));
         }
         let bytes = Bytes::from_request(req, state)
             .await
@@ -68,6 +56,45 @@ impl<S: Send + Sync, T: DeserializeOwned> axum::extract::OptionalFromRequest<S> 
             ))
         }
     }
+}
+
+/// The body of a request that says it is JSON: 415 for any other content type, 413 over the
+/// size limit.
+async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    let json_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(str::trim)
+        .is_some_and(|v| v.eq_ignore_ascii_case("application/json") || v.ends_with("+json"));
+    if !json_type {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the body must be JSON (Content-Type: application/json)",
+        ));
+    }
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the body is over the size limit",
+            )
+        } else {
+            ApiError::new(StatusCode::BAD_REQUEST, rejection.body_text())
+        }
+    })
+}
+
+/// `bytes` as a `T`, refused unless a JSON object when `OBJECT`.
+fn decode<T: DeserializeOwned, const OBJECT: bool>(bytes: &[u8]) -> Result<T, ApiError> {
+    if OBJECT && bytes.trim_ascii_start().first() != Some(&b'{') {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON object",
+        ));
+    }
+    parse(bytes)
 }
 
 /// A stable fingerprint (SHA-256, hex) of a request body, for idempotency checks.

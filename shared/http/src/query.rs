@@ -26,10 +26,12 @@ pub fn parse_u64(field: &str, value: Option<&str>) -> Result<Option<u64>, ApiErr
         .transpose()
 }
 
-/// The half-open window `[from, to)` of epoch milliseconds, with defaults.
+/// The half-open window `[from, to)` of epoch milliseconds, with defaults. A `to` before
+/// `from` is the empty window at `from`, as a range query reads it, not an error: each bound
+/// is valid alone, and a client that moves one of them past the other asks for nothing.
 ///
 /// # Errors
-/// 400 naming `from` or `to` when malformed or reversed.
+/// 400 naming `from` or `to` when malformed.
 pub fn window(
     from: Option<&str>,
     to: Option<&str>,
@@ -37,10 +39,7 @@ pub fn window(
 ) -> Result<(u64, u64), ApiError> {
     let from = parse_u64("from", from)?.unwrap_or(default_from);
     let to = parse_u64("to", to)?.unwrap_or(u64::MAX);
-    if from > to {
-        return Err(ApiError::invalid("from", "must not be after to"));
-    }
-    Ok((from, to))
+    Ok((from, to.max(from)))
 }
 
 /// A page size: `default` when absent, 1 to `max` otherwise.
@@ -90,7 +89,7 @@ mod tests {
         assert_eq!(window(None, None, 7).unwrap(), (7, u64::MAX));
         let e = window(Some("x"), None, 0).unwrap_err().problem();
         assert_eq!(e.field.as_deref(), Some("from"));
-        assert!(window(Some("9"), Some("5"), 0).is_err());
+        assert_eq!(window(Some("9"), Some("5"), 0).unwrap(), (9, 9));
         assert_eq!(limit(None, 100, 1000).unwrap(), 100);
         assert!(limit(Some("0"), 100, 1000).is_err() && limit(Some("1001"), 100, 1000).is_err());
         assert_eq!(encode_component("a b/é"), "a%20b%2F%C3%A9");

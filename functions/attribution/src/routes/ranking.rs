@@ -32,7 +32,7 @@ pub(crate) struct RankingParams {
     params(
         ("from" = Option<u64>, Query, description = "Earliest timestamp_ms (inclusive; default now − 30 days)"),
         ("to" = Option<u64>, Query, description = "Latest timestamp_ms (exclusive; default none)"),
-        ("by" = Option<String>, Query, description = "sum (default) or mean"),
+        ("by" = Option<RankBy>, Query, description = "sum (default) or mean"),
         ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Agents returned (default 100, at most 1000)"),
     ),
     responses(

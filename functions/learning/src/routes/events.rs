@@ -75,7 +75,7 @@ fn event(field: &str, mut value: Value, now: i64) -> Result<Event, ApiError> {
 pub(crate) async fn post(
     State(state): State<LearningState>,
     Tenant(tenant): Tenant,
-    ValidJson(body): ValidJson<Value>,
+    ValidJson(body): ValidJson<Value, false>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
     let events = match body {

@@ -14,9 +14,9 @@ use crate::{LearningState, agents};
 /// are planned and recorded but not applied). Allowed before the agent's first event.
 #[utoipa::path(put, path = "/v1/agents/{id}/learning/settings", tag = "learning",
     params(("id" = String, Path, description = "The agent id")),
-    request_body(content = Object, description = "{\"trusted\": bool, \"shadow\": bool}"),
+    request_body = AgentSettings,
     responses(
-        (status = 200, description = "The settings now in force", body = Object),
+        (status = 200, description = "The settings now in force", body = AgentSettings),
         (status = 400, description = "Invalid body", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn put_settings(
@@ -33,7 +33,7 @@ pub(crate) async fn put_settings(
 #[utoipa::path(post, path = "/v1/agents/{id}/learning/unfreeze", tag = "learning",
     params(("id" = String, Path, description = "The agent id")),
     responses(
-        (status = 200, description = "The agent's settings; it is no longer frozen", body = Object),
+        (status = 200, description = "The agent's settings; it is no longer frozen", body = AgentSettings),
         (status = 404, description = "No such agent in this tenant", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn unfreeze(

@@ -41,12 +41,6 @@ impl ExampleParams {
                 })
             })
             .transpose()?;
-        if kind.is_none() && self.agent_id.is_some() {
-            return Err(ApiError::invalid(
-                "agent_id",
-                "filters within a type: give type as well",
-            ));
-        }
         Ok(ExampleFilter {
             kind,
             agent_id: self.agent_id.as_deref(),
@@ -75,8 +69,8 @@ impl ExampleParams {
 /// List training examples, a page at a time.
 #[utoipa::path(get, path = "/v1/training-examples", tag = "rewards",
     params(
-        ("type" = Option<String>, Query, description = "positive, negative or neutral"),
-        ("agent_id" = Option<String>, Query, description = "Only this agent's (needs type)"),
+        ("type" = Option<ExampleType>, Query, description = "positive, negative or neutral"),
+        ("agent_id" = Option<String>, Query, description = "Only this agent's (without `type`, a page can hold fewer than `limit`: follow the cursor)"),
         ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
         ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Examples per page (default 100, at most 1000)"),
     ),
@@ -102,8 +96,8 @@ pub(crate) async fn list(
 /// in `x-next-cursor`.
 #[utoipa::path(get, path = "/v1/training-examples/export", tag = "rewards",
     params(
-        ("type" = Option<String>, Query, description = "positive, negative or neutral"),
-        ("agent_id" = Option<String>, Query, description = "Only this agent's (needs type)"),
+        ("type" = Option<ExampleType>, Query, description = "positive, negative or neutral"),
+        ("agent_id" = Option<String>, Query, description = "Only this agent's (without `type`, a page can hold fewer than `limit`: follow the cursor)"),
         ("cursor" = Option<String>, Query, description = "From the previous page's x-next-cursor"),
         ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Examples per page (default 100, at most 1000)"),
     ),

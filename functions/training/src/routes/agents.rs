@@ -161,7 +161,7 @@ pub(crate) struct RouteParams {
 #[utoipa::path(get, path = "/v1/agents/{id}/route", tag = "training",
     params(
         ("id" = String, Path, description = "The agent id"),
-        ("key" = String, Query, description = "What identifies the request's user or session"),
+        ("key" = String, Query, min_length = 1, max_length = 512, description = "What identifies the request's user or session"),
     ),
     responses(
         (status = 200, description = "The serving version", body = RouteView),
@@ -176,8 +176,8 @@ pub(crate) async fn route(
 ) -> Result<Json<RouteView>, ApiError> {
     let key = params
         .key
-        .filter(|k| !k.is_empty() && k.len() <= 512)
-        .ok_or_else(|| ApiError::invalid("key", "required: 1 to 512 bytes"))?;
+        .filter(|k| (1..=512).contains(&k.chars().count()))
+        .ok_or_else(|| ApiError::invalid("key", "required: 1 to 512 characters"))?;
     let agent = agents::read(&state, &tenant, &id).await?;
     let route = versions::route(&tenant, &agent, &key);
     Ok(Json(RouteView {

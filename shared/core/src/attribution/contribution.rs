@@ -148,6 +148,7 @@ pub struct AgentAggregate {
 
 /// What a ranking orders by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RankBy {
     /// Total score in the window.

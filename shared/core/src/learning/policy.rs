@@ -29,6 +29,7 @@ pub const AUTONOMY: &str = "autonomy";
 
 /// Per-agent settings that gate what an update may do.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct AgentSettings {
     /// The agent may gain autonomy.

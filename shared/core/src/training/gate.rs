@@ -75,20 +75,28 @@ impl ArmStats {
     }
 }
 
+/// Most outcomes a canary arm can be asked for: more would keep a canary running forever.
+pub const MAX_LIVE_OUTCOMES: u64 = 1_000_000;
+
 /// How strict the gate is (a tenant setting).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct GateConfig {
     /// The candidate's validation reward must reach the deployed one's plus this.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub min_reward_gain: f64,
     /// Largest allowed rise of the validation safety-violation rate.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub max_safety_rise: f64,
     /// Outcomes each canary arm needs before live traffic is compared.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
     pub min_live_outcomes: u64,
     /// Largest allowed fall of the live mean reward.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub live_reward_tolerance: f64,
     /// Largest allowed rise of the live reward-hacking rate (and of the live safety rate).
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub max_live_flag_rise: f64,
     /// Refuse a promotion to 100% until the canary has enough live outcomes.
     pub require_live: bool,
@@ -123,8 +131,11 @@ impl GateConfig {
                 return Err(FieldError::new(field, "must be between -1 and 1"));
             }
         }
-        if self.min_live_outcomes == 0 {
-            return Err(FieldError::new("min_live_outcomes", "must be at least 1"));
+        if !(1..=MAX_LIVE_OUTCOMES).contains(&self.min_live_outcomes) {
+            return Err(FieldError::new(
+                "min_live_outcomes",
+                format!("must be between 1 and {MAX_LIVE_OUTCOMES}"),
+            ));
         }
         Ok(())
     }
@@ -396,5 +407,12 @@ mod tests {
             ..GateConfig::default()
         };
         assert_eq!(zero.validate().unwrap_err().field, "min_live_outcomes");
+        for (outcomes, ok) in [(MAX_LIVE_OUTCOMES, true), (MAX_LIVE_OUTCOMES + 1, false)] {
+            let config = GateConfig {
+                min_live_outcomes: outcomes,
+                ..GateConfig::default()
+            };
+            assert_eq!(config.validate().is_ok(), ok, "{outcomes}");
+        }
     }
 }

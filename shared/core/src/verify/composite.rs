@@ -73,6 +73,7 @@ pub fn composite(outcomes: &[Outcome]) -> Composite {
 
 /// What a reward makes an execution as a training example.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ExampleType {
     /// `reward >= positive`.
