@@ -171,7 +171,7 @@ async fn bad_input_is_a_precise_4xx_never_a_500() {
             "task.owner",
         ),
         (
-            json!({"task_id": "t", "task": {"description": "   "}}),
+            json!({"task_id": "t", "task": {"description": ""}}),
             "task.description",
         ),
         (
@@ -220,5 +220,58 @@ async fn bad_input_is_a_precise_4xx_never_a_500() {
     assert_eq!(status, 404);
     let (status, p) = s.a("DELETE", "/v1/config/budgets", None).await;
     assert_eq!(status, 405, "{p}");
+    s.stop().await;
+}
+
+/// Operation ids are unique (OpenAPI requires it; client generators name methods after them),
+/// and every creating operation links its id to the routes that take it, each link naming an
+/// operation of the document and a parameter that operation has.
+#[tokio::test]
+async fn operation_ids_are_unique_and_creations_link_to_their_routes() {
+    let s = spawn_stack().await;
+    let (_, doc, _) = s.send("GET", "/openapi.json", None, None).await;
+    let mut ids = std::collections::BTreeSet::new();
+    let mut links = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap().to_owned();
+            assert!(ids.insert(id.clone()), "{id} twice ({method} {path})");
+            for (status, answer) in op["responses"].as_object().unwrap() {
+                for link in answer["links"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|l| l.values())
+                {
+                    links.push((format!("{method} {path} {status}"), link.clone()));
+                }
+            }
+        }
+    }
+    for (from, link) in &links {
+        let pointer = link["operationRef"].as_str().unwrap();
+        let target = doc
+            .pointer(pointer.trim_start_matches('#'))
+            .unwrap_or_else(|| panic!("{from}: {pointer} is not in the document"));
+        for param in link["parameters"].as_object().unwrap().keys() {
+            let declared = target["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == *param && p["in"] == "path");
+            assert!(declared, "{from}: {pointer} has no path parameter {param}");
+        }
+    }
+    let linked = |from: &str| links.iter().filter(|(f, _)| f == from).count();
+    for (from, at_least) in [
+        ("post /v1/budgets 201", 3),
+        ("post /v1/executions 201", 3),
+        ("post /v1/attributions 201", 1),
+        ("post /v1/attributions/sessions 201", 2),
+        ("post /v1/agents 201", 5),
+        ("post /v1/evaluations 202", 1),
+        ("post /v1/training-runs 201", 3),
+    ] {
+        assert!(linked(from) >= at_least, "{from}: {} links", linked(from));
+    }
     s.stop().await;
 }

@@ -109,25 +109,71 @@ pub fn fingerprint<T: serde::Serialize>(body: &T) -> String {
 
 /// Deserialises `bytes`, reporting the JSON path of the first error.
 ///
+/// JSON has one number type, and JSON Schema calls `82.0` an integer, but serde refuses it
+/// for an integer field; a body refused for its data (not its syntax) is read again with
+/// every integral float written as an integer. The first read stays the only one for bodies
+/// that don't need it.
+///
 /// # Errors
 /// 400 with the field path and serde's reason.
 pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let reason = if inner.is_syntax() || inner.is_eof() {
-            format!("malformed JSON: {inner}")
-        } else {
-            inner.to_string()
-        };
-        let err = ApiError::new(StatusCode::BAD_REQUEST, reason);
-        if path == "." {
-            err
-        } else {
-            err.with_field(path)
+    serde_path_to_error::deserialize(de).or_else(|first| {
+        if first.inner().is_data()
+            && let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(bytes)
+            && integral_floats_as_integers(&mut value)
+        {
+            return serde_path_to_error::deserialize(value).map_err(problem);
         }
+        Err(problem(first))
     })
+}
+
+/// The 400 of a deserialisation error, naming its field.
+fn problem(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let reason = if inner.is_syntax() || inner.is_eof() {
+        format!("malformed JSON: {inner}")
+    } else {
+        inner.to_string()
+    };
+    let err = ApiError::new(StatusCode::BAD_REQUEST, reason);
+    if path == "." {
+        err
+    } else {
+        err.with_field(path)
+    }
+}
+
+/// Rewrites every float with no fractional part that fits an `i64` or `u64` as that integer
+/// (JSON Schema's integers, which serde refuses for an integer field when written `4.0`);
+/// true when any was rewritten. For bodies read as a `Value` and deserialised later.
+pub fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            // The bounds are exact powers of two, so the comparisons are exact in f64.
+            let integer = if f.fract() != 0.0 {
+                None
+            } else if (-(2f64.powi(63))..0.0).contains(&f) {
+                Some(serde_json::Number::from(f as i64))
+            } else if (0.0..2f64.powi(64)).contains(&f) {
+                Some(serde_json::Number::from(f as u64))
+            } else {
+                None
+            };
+            integer.map(|i| *n = i).is_some()
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |any, v| integral_floats_as_integers(v) | any),
+        Value::Object(fields) => fields
+            .values_mut()
+            .fold(false, |any, v| integral_floats_as_integers(v) | any),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -145,7 +191,7 @@ mod tests {
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Task {
-        tokens: u32,
+        tokens: u64,
     }
 
     #[test]
@@ -157,5 +203,25 @@ mod tests {
         assert!(e.problem().detail.contains("extra"), "{e:?}");
         let e = parse::<Body>(b"{not json").unwrap_err();
         assert!(e.problem().detail.starts_with("malformed JSON"));
+    }
+
+    #[test]
+    fn integral_floats_read_as_integers() {
+        let b = parse::<Body>(br#"{"task": {"tokens": 82.0}}"#).unwrap();
+        assert_eq!(b.task.tokens, 82);
+        let b = parse::<Body>(br#"{"task": {"tokens": 4e9}}"#).unwrap();
+        assert_eq!(b.task.tokens, 4_000_000_000);
+        // Fractions, negatives of an unsigned field and values past the type stay refused,
+        // with the field named as before.
+        for body in [
+            &br#"{"task": {"tokens": 82.5}}"#[..],
+            br#"{"task": {"tokens": -1.0}}"#,
+            br#"{"task": {"tokens": 1e300}}"#,
+        ] {
+            let e = parse::<Body>(body).unwrap_err();
+            assert_eq!(e.problem().field.as_deref(), Some("task.tokens"), "{e:?}");
+        }
+        let e = parse::<Body>(br#"{"task": {"tokens": 1.0, "extra": 2.0}}"#).unwrap_err();
+        assert!(e.problem().detail.contains("extra"), "{e:?}");
     }
 }

@@ -9,6 +9,7 @@
 mod app;
 mod auth;
 pub mod config;
+mod document;
 pub mod idempotency;
 mod json;
 pub mod kpis;
@@ -21,7 +22,8 @@ pub mod telemetry;
 
 pub use app::{AppOptions, Service, app, openapi_document};
 pub use auth::{Auth, Tenant};
-pub use json::{ValidJson, fingerprint};
+pub use document::link_ids;
+pub use json::{ValidJson, fingerprint, integral_floats_as_integers};
 pub use observe::Metrics;
 pub use problem::{ApiError, Problem};
 
