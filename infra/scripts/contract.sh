@@ -5,15 +5,27 @@
 # ignored auth, use after free, resource availability) and stateful testing. The hooks in
 # contract_hooks.py stand for the two rules the document can only say in prose.
 #
-#   infra/scripts/contract.sh [SECONDS=150] [SEED=1]
+#   infra/scripts/contract.sh [--time SECONDS | --examples N] [--seed SEED]
+#
+# --time (default 150 s) repeats fuzzing and stateful testing until the time is spent;
+# --examples bounds the test cases per operation instead, so a run does the same work on a
+# fast or a slow host (what the test command uses). The seed defaults to 1.
 #
 # schemathesis lives in its own cached virtualenv (its pins clash with aws-sam-cli's):
 # ${AGENTRL_CONTRACT_VENV:-${XDG_CACHE_HOME:-~/.cache}/agentrl/venv-contract}.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-seconds="${1:-150}"
-seed="${2:-1}"
+bound=(--max-time 150)
+seed=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --time) bound=(--max-time "$2"); shift 2 ;;
+    --examples) bound=(--max-examples "$2"); shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    *) echo "usage: $0 [--time SECONDS | --examples N] [--seed SEED]" >&2; exit 2 ;;
+  esac
+done
 version="4.32.5"
 venv="${AGENTRL_CONTRACT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv-contract}"
 
@@ -41,9 +53,9 @@ for _ in $(seq 100); do
 done
 [[ -n "$url" ]] || { echo "contract: the server did not start" >&2; cat "$data/serve.log" >&2; exit 1; }
 
-echo "contract: schemathesis $version against $url, ${seconds}s, seed $seed" >&2
+echo "contract: schemathesis $version against $url, ${bound[*]}, seed $seed" >&2
 # From the scratch directory: schemathesis leaves its state (.schemathesis/) where it runs.
 cd "$data"
 AGENTRL_CONTRACT_KEY="$key" PYTHONPATH="$root/infra/scripts" SCHEMATHESIS_HOOKS=contract_hooks \
   "$venv/bin/schemathesis" --config-file "$root/infra/scripts/contract.toml" \
-  run "$url/openapi.json" --checks all --max-time "$seconds" --seed "$seed" --no-color
+  run "$url/openapi.json" --checks all "${bound[@]}" --seed "$seed" --no-color

@@ -14,6 +14,7 @@
 //!   no request needs a deadline beyond these caps;
 //! - interactive sessions: `batch_size` ≤ [`MAX_BATCH_SIZE`], and the persisted session state
 //!   ≤ [`MAX_SESSION_BYTES`] (it is stored in parts of at most [`SESSION_PART_BYTES`]);
+//! - contributions: `impact_multiplier` ≤ [`MAX_IMPACT_MULTIPLIER`], so every score is finite;
 //! - contribution history: [`DEFAULT_CONTRIBUTION_CAP`] entries per tenant, oldest dropped.
 //!
 //! `service()` returns the routes and their OpenAPI document; `main.rs` runs them in Lambda
@@ -29,6 +30,7 @@ mod wire;
 
 use std::sync::Arc;
 
+use agentrl_core::attribution::RankBy;
 use agentrl_http::Service;
 use agentrl_store::ports::Table;
 use axum::{
@@ -67,6 +69,9 @@ pub const MAX_BATCH_SIZE: usize = 1_000;
 pub const MAX_SESSION_BYTES: usize = 3_000_000;
 /// Largest part of a session state stored in one item (DynamoDB items are ≤ 400 KB).
 pub const SESSION_PART_BYTES: usize = 300_000;
+/// Largest `impact_multiplier`: with the effort floor of 10⁻⁶ a score stays within ±10¹², so
+/// no score, and no ranking's sum of them, overflows.
+pub const MAX_IMPACT_MULTIPLIER: f64 = 1e6;
 /// Contributions kept per tenant by default; older ones are deleted first.
 pub const DEFAULT_CONTRIBUTION_CAP: u64 = 100_000;
 
@@ -103,9 +108,34 @@ impl AttributionState {
         routes::contribute::contribute,
         routes::ranking::ranking,
     ),
+    // Named by the ranking's `by` query parameter, which utoipa does not collect.
+    components(schemas(RankBy)),
     tags((name = "attribution", description = "Shapley credit, reward shaping and contribution tracking"))
 )]
 struct AttributionApi;
+
+/// The document, with links from the created attribution and session to their routes.
+fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = AttributionApi::openapi();
+    agentrl_http::link_ids(
+        &mut doc,
+        ("post", "/v1/attributions"),
+        "201",
+        "task_id",
+        &[("get", "/v1/attributions/{task_id}", "task_id")],
+    );
+    agentrl_http::link_ids(
+        &mut doc,
+        ("post", "/v1/attributions/sessions"),
+        "201",
+        "session_id",
+        &[
+            ("get", "/v1/attributions/sessions/{id}", "id"),
+            ("post", "/v1/attributions/sessions/{id}/values", "id"),
+        ],
+    );
+    doc
+}
 
 /// The attribution routes and their OpenAPI document.
 pub fn service(state: AttributionState) -> Service {
@@ -137,6 +167,6 @@ pub fn service(state: AttributionState) -> Service {
         ));
     Service {
         router,
-        openapi: AttributionApi::openapi(),
+        openapi: document(),
     }
 }

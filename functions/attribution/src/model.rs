@@ -4,7 +4,15 @@
 
 use agentrl_core::attribution::{DistributionStats, Shaping};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{
+    ToSchema,
+    openapi::{
+        RefOr, Schema,
+        schema::{
+            AdditionalProperties, KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type,
+        },
+    },
+};
 
 /// A strategy by name, with default parameters.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
@@ -20,7 +28,10 @@ fn one() -> f64 {
 }
 
 /// A reward-shaping strategy with its parameters (the form every response uses).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
+///
+/// Its schema is written out below: utoipa leaves serde's `deny_unknown_fields` off the
+/// variants of a tagged enum, and the parameters' ranges with it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub(crate) enum Strategy {
     /// Proportional to credit, shifted to a minimum of 0 when any credit is negative.
@@ -42,6 +53,59 @@ pub(crate) enum Strategy {
         midpoint: f64,
     },
 }
+
+impl utoipa::PartialSchema for Strategy {
+    fn schema() -> RefOr<Schema> {
+        let variant = |kind: &str, description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .description(Some(description))
+                .property(
+                    "kind",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some([kind])),
+                )
+                .required("kind")
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        };
+        let number = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Double)))
+                .description(Some(description))
+        };
+        OneOfBuilder::new()
+            .description(Some(
+                "A reward-shaping strategy with its parameters (the form every response uses).",
+            ))
+            .item(variant(
+                "linear",
+                "Proportional to credit, shifted to a minimum of 0 when any credit is negative.",
+            ))
+            .item(
+                variant(
+                    "exponential",
+                    "Proportional to exp((z − max z)/temperature) of the standardised credits.",
+                )
+                .property(
+                    "temperature",
+                    number("τ > 0 (default 1).").exclusive_minimum(Some(0)),
+                ),
+            )
+            .item(
+                variant(
+                    "sigmoid",
+                    "Proportional to 1/(1 + e^(−steepness·(z − midpoint))).",
+                )
+                .property("steepness", number("k ≥ 0 (default 1).").minimum(Some(0)))
+                .property("midpoint", number("x0 (default 0).")),
+            )
+            .into()
+    }
+}
+
+impl ToSchema for Strategy {}
 
 impl Strategy {
     pub(crate) fn name(self) -> StrategyName {

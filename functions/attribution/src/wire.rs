@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use crate::{
     DEFAULT_BATCH_SIZE, DEFAULT_MAX_PERMUTATIONS, DEFAULT_SEED, DEFAULT_TARGET_ERROR,
-    MAX_AGENT_ID_CHARS, MAX_AGENTS, MAX_BATCH_SIZE, MAX_PERMUTATIONS, MAX_TASK_ID_CHARS,
+    MAX_AGENT_ID_CHARS, MAX_AGENTS, MAX_BATCH_SIZE, MAX_IMPACT_MULTIPLIER, MAX_PERMUTATIONS,
+    MAX_TASK_ID_CHARS,
     attributions::NewContribution,
     model::{MethodName, RewardStats, Strategy, StrategyName},
     repo::ContributionEntry,
@@ -77,9 +78,11 @@ pub(crate) enum MethodBody {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CoalitionValueBody {
-    /// Agent ids of the coalition (any order; `[]` is the empty coalition). Also accepted as
-    /// `coalition`, the name session proposals use, so a proposal can be answered as is.
+    /// Agent ids of the coalition, each once and each one of the `agents` (any order; `[]` is
+    /// the empty coalition). Also accepted as `coalition`, the name session proposals use, so
+    /// a proposal can be answered as is.
     #[serde(alias = "coalition")]
+    #[schema(value_type = BTreeSet<String>)]
     pub members: Vec<String>,
     /// v(S), finite.
     pub value: f64,
@@ -89,12 +92,34 @@ pub(crate) struct CoalitionValueBody {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PairwiseBody {
-    /// Stand-alone value of every agent.
+    /// Stand-alone value of every agent: exactly the `agents`, each with a value.
     pub base: BTreeMap<String, f64>,
-    /// `[agent, agent, weight]` triples; pairs not listed have weight 0.
+    /// `[agent, agent, weight]` triples of two different `agents`, each pair at most once;
+    /// pairs not listed have weight 0.
     #[serde(default)]
-    #[schema(value_type = Vec<Vec<Object>>)]
+    #[schema(schema_with = synergy_schema)]
     pub synergy: Vec<(String, String, f64)>,
+}
+
+/// `synergy`: triples of two strings and a number (utoipa's tuple schema leaves out the length).
+fn synergy_schema() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ArrayItems, ObjectBuilder, Type};
+    let triple = ArrayBuilder::new()
+        .prefix_items([
+            ObjectBuilder::new().schema_type(Type::String),
+            ObjectBuilder::new().schema_type(Type::String),
+            ObjectBuilder::new().schema_type(Type::Number),
+        ])
+        .items(ArrayItems::False)
+        .min_items(Some(3))
+        .max_items(Some(3));
+    ArrayBuilder::new()
+        .description(Some(
+            "`[agent, agent, weight]` triples of two different `agents`, each pair at most \
+             once; pairs not listed have weight 0.",
+        ))
+        .items(triple)
+        .into()
 }
 
 /// Sampling parameters shared by attributions and sessions.
@@ -134,12 +159,19 @@ fn sampling_params(
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateAttributionBody {
-    /// The caller's task id (1 to 256 characters); re-posting it replaces the attribution.
-    #[schema(min_length = 1, max_length = 256)]
+    /// The caller's task id (1 to 256 characters, not `stats` or `sessions`, which name
+    /// routes); re-posting it replaces the attribution.
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^(?:[\s\S]{0,4}|[\s\S]{6,7}|[\s\S]{9,}|[^s][\s\S]{4}|s[^t][\s\S]{3}|st[^a][\s\S]{2}|sta[^t][\s\S]|stat[^s]|[^s][\s\S]{7}|s[^e][\s\S]{6}|se[^s][\s\S]{5}|ses[^s][\s\S]{4}|sess[^i][\s\S]{3}|sessi[^o][\s\S]{2}|sessio[^n][\s\S]|session[^s])$"
+    )]
     pub task_id: String,
-    /// Agent ids: 1 to 1000, unique, 1 to 128 characters each.
+    /// Agent ids: 1 to 1000, unique, 1 to 128 characters each; at most 20 with `coalitions`.
+    #[schema(value_type = BTreeSet<String>, min_items = 1, max_items = 1000, min_length = 1, max_length = 128)]
     pub agents: Vec<String>,
     /// The reward pool to share (finite, ≥ 0).
+    #[schema(minimum = 0)]
     pub total_reward: f64,
     /// Reward shaping (default `"linear"`).
     #[serde(default)]
@@ -149,18 +181,27 @@ pub(crate) struct CreateAttributionBody {
     pub method: MethodBody,
     /// Seed of the permutation streams (default 0).
     pub seed: Option<u64>,
-    /// Stopping rule: max se ≤ target_error × max |φ̂| (default 0.01).
+    /// Stopping rule: max se ≤ target_error × max |φ̂| (≥ 0, default 0.01).
+    #[schema(minimum = 0)]
     pub target_error: Option<f64>,
-    /// Cap on sampled permutations (default 10 000, at most 1 000 000).
+    /// Cap on sampled permutations: 2 to 1 000 000 (default 10 000), at least 4 with
+    /// `antithetic`, and with `monte_carlo` at most 2·10⁹ divided by the cost of one
+    /// permutation (the number of agents, squared for a pairwise game).
+    #[schema(minimum = 2, maximum = 1_000_000)]
     pub max_permutations: Option<u64>,
     /// Sample permutations with their reverses (default false).
     #[serde(default)]
     pub antithetic: bool,
-    /// A full table: one entry per non-empty coalition (n ≤ 20).
+    /// A full table: one entry per non-empty coalition of the `agents` (at most 20 of them;
+    /// at most 2^20 entries). The game is exactly one of `coalitions`, `contributions` and
+    /// `pairwise`.
+    #[schema(max_items = 1_048_576)]
     pub coalitions: Option<Vec<CoalitionValueBody>>,
-    /// An additive game: each agent's own score.
+    /// An additive game: each agent's own score, exactly the `agents`. The game is exactly
+    /// one of `coalitions`, `contributions` and `pairwise`.
     pub contributions: Option<BTreeMap<String, f64>>,
-    /// A pairwise game.
+    /// A pairwise game. The game is exactly one of `coalitions`, `contributions` and
+    /// `pairwise`.
     pub pairwise: Option<PairwiseBody>,
 }
 
@@ -267,24 +308,34 @@ pub(crate) struct AttributionView {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateSessionBody {
-    /// The task the final attribution is stored under.
-    #[schema(min_length = 1, max_length = 256)]
+    /// The task the final attribution is stored under (1 to 256 characters, not `stats` or
+    /// `sessions`, which name routes).
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^(?:[\s\S]{0,4}|[\s\S]{6,7}|[\s\S]{9,}|[^s][\s\S]{4}|s[^t][\s\S]{3}|st[^a][\s\S]{2}|sta[^t][\s\S]|stat[^s]|[^s][\s\S]{7}|s[^e][\s\S]{6}|se[^s][\s\S]{5}|ses[^s][\s\S]{4}|sess[^i][\s\S]{3}|sessi[^o][\s\S]{2}|sessio[^n][\s\S]|session[^s])$"
+    )]
     pub task_id: String,
-    /// Agent ids: 1 to 1000, unique.
+    /// Agent ids: 1 to 1000, unique, 1 to 128 characters each.
+    #[schema(value_type = BTreeSet<String>, min_items = 1, max_items = 1000, min_length = 1, max_length = 128)]
     pub agents: Vec<String>,
     /// The reward pool to share when done (finite, ≥ 0).
+    #[schema(minimum = 0)]
     pub total_reward: f64,
     /// Reward shaping (default `"linear"`).
     #[serde(default)]
     pub strategy: StrategyBody,
     /// Seed of the permutation streams (default 0).
     pub seed: Option<u64>,
-    /// Stopping rule (default 0.01).
+    /// Stopping rule (≥ 0, default 0.01).
+    #[schema(minimum = 0)]
     pub target_error: Option<f64>,
-    /// Cap on permutations (default 10 000, at most 1 000 000).
+    /// Cap on permutations: 2 to 1 000 000 (default 10 000).
+    #[schema(minimum = 2, maximum = 1_000_000)]
     pub max_permutations: Option<u64>,
-    /// Coalitions per batch (default 32, at most 1000; a batch always holds one whole
+    /// Coalitions per batch: 1 to 1000 (default 32; a batch always holds one whole
     /// permutation, so it can be larger for big teams).
+    #[schema(minimum = 1, maximum = 1000)]
     pub batch_size: Option<usize>,
 }
 
@@ -306,7 +357,8 @@ impl CreateSessionBody {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SessionValuesBody {
-    /// Measured values of proposed coalitions.
+    /// Measured values of proposed coalitions: each one the session proposed, and a
+    /// coalition already on record only with the value recorded.
     pub values: Vec<CoalitionValueBody>,
 }
 
@@ -358,12 +410,16 @@ pub(crate) struct ContributionBody {
     #[schema(min_length = 1, max_length = 256)]
     pub task_id: String,
     /// Quality before, in [0, 1].
+    #[schema(minimum = 0, maximum = 1)]
     pub quality_before: f64,
     /// Quality after, in [0, 1].
+    #[schema(minimum = 0, maximum = 1)]
     pub quality_after: f64,
     /// Effort relative to the expected effort (> 0).
+    #[schema(exclusive_minimum = 0)]
     pub effort_ratio: f64,
-    /// How much the change matters (≥ 0, default 1).
+    /// How much the change matters (0 to 1 000 000, default 1).
+    #[schema(minimum = 0, maximum = 1_000_000)]
     pub impact_multiplier: Option<f64>,
     /// When, in epoch milliseconds (default now).
     pub timestamp_ms: Option<u64>,
@@ -398,11 +454,11 @@ impl TryFrom<ContributionBody> for NewContribution {
             return Err(FieldError::new("effort_ratio", "must be finite and > 0"));
         }
         if let Some(m) = body.impact_multiplier
-            && !(m.is_finite() && m >= 0.0)
+            && !(0.0..=MAX_IMPACT_MULTIPLIER).contains(&m)
         {
             return Err(FieldError::new(
                 "impact_multiplier",
-                "must be finite and ≥ 0",
+                format!("must be between 0 and {MAX_IMPACT_MULTIPLIER}"),
             ));
         }
         Ok(Self {
@@ -535,7 +591,141 @@ impl From<ContributionEntry> for ContributionEntryView {
 
 #[cfg(test)]
 mod tests {
+    use regex::Regex;
+    use serde_json::{Value, json};
+
     use super::*;
+    use crate::{MAX_COALITION_ENTRIES, compute::Job};
+
+    fn schema<T: utoipa::PartialSchema>() -> Value {
+        serde_json::to_value(T::schema()).expect("serializes")
+    }
+
+    /// Checks that `accepts` takes the bounds `schema` declares for `property` and refuses
+    /// what lies just past them.
+    fn bounds_hold(schema: &Value, property: &str, accepts: impl Fn(Value) -> bool) {
+        let p = &schema["properties"][property];
+        let integer = p["type"] == "integer" || p["type"][0] == "integer";
+        let (step, number) = if integer {
+            (1.0, (|x: f64| json!(x as i64)) as fn(f64) -> Value)
+        } else {
+            (1e-9, (|x: f64| json!(x)) as fn(f64) -> Value)
+        };
+        let mut bounds = 0;
+        for (key, inside, outside) in [
+            ("minimum", 0.0, -step),
+            ("maximum", 0.0, step),
+            ("exclusiveMinimum", step, 0.0),
+        ] {
+            if let Some(bound) = p[key].as_f64() {
+                assert!(accepts(number(bound + inside)), "{property}: {key} {bound}");
+                assert!(
+                    !accepts(number(bound + outside)),
+                    "{property}: past {key} {bound}"
+                );
+                bounds += 1;
+            }
+        }
+        assert!(bounds > 0, "{property} declares no bound: {p}");
+    }
+
+    /// With `field` set to `value`, `base` passes `check`.
+    fn with<T: serde::de::DeserializeOwned>(
+        base: &Value,
+        field: &str,
+        value: Value,
+        check: impl Fn(T) -> bool,
+    ) -> bool {
+        let mut body = base.clone();
+        body[field] = value;
+        serde_json::from_value(body).is_ok_and(check)
+    }
+
+    /// The literals of the schema attributes are the constants, and the declared bounds are
+    /// where the checks draw the line.
+    #[test]
+    fn schemas_state_the_checks() {
+        let attribution = schema::<CreateAttributionBody>();
+        let session = schema::<CreateSessionBody>();
+        for body in [&attribution, &session] {
+            let p = &body["properties"];
+            assert_eq!(p["task_id"]["maxLength"], MAX_TASK_ID_CHARS);
+            assert_eq!(p["agents"]["maxItems"], MAX_AGENTS);
+            assert_eq!(p["agents"]["uniqueItems"], true);
+            assert_eq!(p["agents"]["items"]["maxLength"], MAX_AGENT_ID_CHARS);
+            assert_eq!(p["max_permutations"]["maximum"], MAX_PERMUTATIONS);
+            let task_id =
+                Regex::new(p["task_id"]["pattern"].as_str().expect("a pattern")).expect("compiles");
+            for reserved in RESERVED_TASK_IDS {
+                let mut ids = vec![reserved.to_owned(), format!("{reserved}s")];
+                for (i, c) in reserved.char_indices() {
+                    ids.push(reserved[..i].to_owned());
+                    ids.push(format!("{}{}", &reserved[..i], &reserved[i + 1..]));
+                    for other in [c.to_ascii_uppercase(), 'x', 'é'] {
+                        ids.push(format!("{}{other}{}", &reserved[..i], &reserved[i + 1..]));
+                    }
+                }
+                for id in ids.iter().filter(|id| !id.is_empty()) {
+                    assert_eq!(task_id.is_match(id), task_id_ok(id).is_ok(), "{id:?}");
+                }
+            }
+        }
+        assert_eq!(
+            session["properties"]["batch_size"]["maximum"],
+            MAX_BATCH_SIZE
+        );
+        let coalitions = &attribution["properties"]["coalitions"]["maxItems"];
+        assert_eq!(*coalitions, MAX_COALITION_ENTRIES);
+
+        let base = json!({"task_id": "t", "agents": ["a", "b"], "total_reward": 1,
+                          "contributions": {"a": 1, "b": 2}});
+        for field in ["total_reward", "target_error", "max_permutations"] {
+            bounds_hold(&attribution, field, |v| {
+                with(&base, field, v, |b| Job::from_body(b).is_ok())
+            });
+        }
+        let base = json!({"task_id": "t", "agents": ["a", "b"], "total_reward": 1});
+        for field in [
+            "total_reward",
+            "target_error",
+            "max_permutations",
+            "batch_size",
+        ] {
+            bounds_hold(&session, field, |v| {
+                with(&base, field, v, |b: CreateSessionBody| {
+                    NewSession::try_from(b).is_ok()
+                })
+            });
+        }
+        let base = json!({"agent_id": "a", "task_id": "t", "quality_before": 0.5,
+                          "quality_after": 0.5, "effort_ratio": 1});
+        let contribution = schema::<ContributionBody>();
+        let impact = &contribution["properties"]["impact_multiplier"]["maximum"];
+        assert_eq!(*impact, MAX_IMPACT_MULTIPLIER);
+        for field in [
+            "quality_before",
+            "quality_after",
+            "effort_ratio",
+            "impact_multiplier",
+        ] {
+            bounds_hold(&contribution, field, |v| {
+                with(&base, field, v, |b: ContributionBody| {
+                    NewContribution::try_from(b).is_ok()
+                })
+            });
+        }
+        let strategy = schema::<Strategy>();
+        for (variant, kind, field) in [
+            (1, "exponential", "temperature"),
+            (2, "sigmoid", "steepness"),
+        ] {
+            bounds_hold(&strategy["oneOf"][variant], field, |v| {
+                with(&json!({"kind": kind}), field, v, |s: StrategyBody| {
+                    s.resolve().is_ok()
+                })
+            });
+        }
+    }
 
     #[test]
     fn strategies_accept_names_and_objects() {

@@ -60,6 +60,23 @@ impl BudgetState {
 )]
 struct BudgetApi;
 
+/// The document, with links from a created budget to the routes that take its id.
+fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = BudgetApi::openapi();
+    agentrl_http::link_ids(
+        &mut doc,
+        ("post", "/v1/budgets"),
+        "201",
+        "budget_id",
+        &[
+            ("get", "/v1/budgets/{id}", "id"),
+            ("post", "/v1/budgets/{id}/consumption", "id"),
+            ("post", "/v1/budgets/{id}/complete", "id"),
+        ],
+    );
+    doc
+}
+
 /// The budget routes and their OpenAPI document.
 pub fn service(state: BudgetState) -> Service {
     let router = Router::new()
@@ -87,7 +104,7 @@ pub fn service(state: BudgetState) -> Service {
     .service(state.repo.configs());
     Service {
         router: router.with_state(state),
-        openapi: BudgetApi::openapi(),
+        openapi: document(),
     }
     .merge(configs)
 }

@@ -13,10 +13,12 @@ use utoipa::ToSchema;
 
 use crate::budgets::{NewBudget, NewReport};
 
-/// Longest accepted task description, in bytes.
-pub(crate) const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
+/// Longest accepted task description, in characters (as JSON Schema counts a `maxLength`).
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 16 * 1024;
 /// Most hints accepted per list (files touched, tools available).
 pub(crate) const MAX_HINTS: usize = 1_000;
+/// Longest hint, in characters.
+pub(crate) const MAX_HINT_CHARS: usize = 1_024;
 /// Longest id (task id, report id) accepted.
 pub(crate) const MAX_ID_CHARS: usize = 256;
 /// Largest token count of one report.
@@ -26,13 +28,17 @@ pub(crate) const MAX_REPORT_TOKENS: u64 = 1 << 40;
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TaskBody {
-    /// Free-text description (1 to 16 KiB).
+    /// Free-text description, 1 to 16384 characters. White space alone is accepted: the
+    /// assessment reads it as a description of no words, like any other short one.
+    #[schema(min_length = 1, max_length = 16384)]
     pub description: String,
-    /// Files the task is expected to touch.
+    /// Files the task is expected to touch: at most 1000, each 1 to 1024 characters.
     #[serde(default)]
+    #[schema(max_items = 1000, min_length = 1, max_length = 1024)]
     pub files_touched: Vec<String>,
-    /// Tools the agent may use.
+    /// Tools the agent may use: at most 1000, each 1 to 1024 characters.
     #[serde(default)]
+    #[schema(max_items = 1000, min_length = 1, max_length = 1024)]
     pub tools_available: Vec<String>,
 }
 
@@ -66,20 +72,21 @@ impl TryFrom<CreateBudgetBody> for NewBudget {
     fn try_from(body: CreateBudgetBody) -> Result<Self, ApiError> {
         id_ok("task_id", &body.task_id)?;
         let d = &body.task.description;
-        if d.trim().is_empty() || d.len() > MAX_DESCRIPTION_BYTES {
+        if d.is_empty() || d.chars().count() > MAX_DESCRIPTION_CHARS {
             return Err(ApiError::invalid(
                 "task.description",
-                format!("must be 1 to {MAX_DESCRIPTION_BYTES} bytes of text"),
+                format!("must be 1 to {MAX_DESCRIPTION_CHARS} characters"),
             ));
         }
         for (field, list) in [
             ("task.files_touched", &body.task.files_touched),
             ("task.tools_available", &body.task.tools_available),
         ] {
-            if list.len() > MAX_HINTS || list.iter().any(|h| h.is_empty() || h.len() > 1024) {
+            let bad_hint = |h: &String| h.is_empty() || h.chars().count() > MAX_HINT_CHARS;
+            if list.len() > MAX_HINTS || list.iter().any(bad_hint) {
                 return Err(ApiError::invalid(
                     field,
-                    format!("at most {MAX_HINTS} entries of 1 to 1024 bytes"),
+                    format!("at most {MAX_HINTS} entries of 1 to {MAX_HINT_CHARS} characters"),
                 ));
             }
         }
@@ -102,9 +109,11 @@ pub(crate) struct ConsumptionBody {
     /// Idempotency key of the report: the same id counts once (1 to 256 characters).
     #[schema(min_length = 1, max_length = 256)]
     pub report_id: String,
-    /// Tokens spent since the last report.
+    /// Tokens spent since the last report (at most 2^40).
+    #[schema(maximum = 1_099_511_627_776_u64)]
     pub tokens: u64,
     /// The agent's confidence in [0, 1].
+    #[schema(minimum = 0, maximum = 1)]
     pub confidence: Option<f64>,
     /// An explicit escalation trigger.
     pub trigger: Option<Trigger>,
@@ -279,8 +288,16 @@ impl From<&Decision> for DecisionView {
 #[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TierBody {
+    /// Tokens allocated when a budget opens: at least 1, and at most this tier's
+    /// `max_total_tokens` (its default when omitted).
+    #[schema(minimum = 1, maximum = 1_099_511_627_776_u64)]
     base_tokens: Option<u64>,
+    /// The tier's ceiling: at least its `base_tokens` and at most `hard_ceiling_tokens` (their
+    /// defaults when omitted).
+    #[schema(minimum = 1, maximum = 1_099_511_627_776_u64)]
     max_total_tokens: Option<u64>,
+    /// The triggers that may escalate a budget of this tier, each listed once.
+    #[schema(value_type = Option<BTreeSet<Trigger>>)]
     allowed_triggers: Option<Vec<Trigger>>,
 }
 
@@ -297,7 +314,11 @@ pub(crate) struct TiersBody {
 #[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TriggerBody {
+    /// Tokens one escalation adds (at most 2^40).
+    #[schema(maximum = 1_099_511_627_776_u64)]
     additional_tokens: Option<u64>,
+    /// Minimum time between two escalations by this trigger on one budget (at most a day).
+    #[schema(maximum = 86_400)]
     cooldown_seconds: Option<u64>,
 }
 
@@ -319,23 +340,47 @@ pub(crate) struct TriggersBody {
 pub(crate) struct AdaptiveBody {
     enabled: Option<bool>,
     /// Share (0–100) of the tenant's tasks that get adaptive allocation (default 100).
+    #[schema(minimum = 0, maximum = 100)]
     percent: Option<f64>,
+    /// The quantile of successful consumption to allocate, in (0, 1].
+    #[schema(exclusive_minimum = 0, maximum = 1)]
     quantile: Option<f64>,
+    /// Extra room on top of the quantile, as a fraction in [0, 10].
+    #[schema(minimum = 0, maximum = 10)]
     headroom: Option<f64>,
+    /// Successful budgets needed before the learned value is used: at least 1, and at most
+    /// `window` (its default, 200, when omitted).
+    #[schema(minimum = 1, maximum = 10_000)]
     min_samples: Option<usize>,
+    /// Recent successful budgets remembered per tier: 1 to 10000, and at least `min_samples`
+    /// (its default, 20, when omitted).
+    #[schema(minimum = 1, maximum = 10_000)]
     window: Option<usize>,
+    /// The learned allocation never goes below this many tokens (at most 2^40).
+    #[schema(maximum = 1_099_511_627_776_u64)]
     floor_tokens: Option<u64>,
 }
 
-/// A tenant's budget configuration. `PUT` replaces it: omitted fields take the defaults.
+/// A tenant's budget configuration. `PUT` replaces it: omitted fields take the defaults, and
+/// the result is checked as a whole (a tier's `base_tokens` ≤ its `max_total_tokens` ≤
+/// `hard_ceiling_tokens`; `adaptive.min_samples` ≤ `adaptive.window`).
 #[derive(Debug, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BudgetConfigBody {
     tiers: Option<TiersBody>,
     triggers: Option<TriggersBody>,
+    /// A reported confidence below this fires the low-confidence trigger; in [0, 1].
+    #[schema(minimum = 0, maximum = 1)]
     low_confidence_threshold: Option<f64>,
+    /// No tier may allocate more: 1 to 2^40, and at least every tier's `max_total_tokens`
+    /// (their defaults, up to 16000, when omitted).
+    #[schema(minimum = 1, maximum = 1_099_511_627_776_u64)]
     hard_ceiling_tokens: Option<u64>,
+    /// Escalations allowed per budget (at most 100).
+    #[schema(maximum = 100)]
     max_escalations: Option<u32>,
+    /// Orchestration loops allowed before the task goes to a human (1 to 100).
+    #[schema(minimum = 1, maximum = 100)]
     max_loops: Option<u32>,
     adaptive: Option<AdaptiveBody>,
 }
@@ -457,7 +502,147 @@ fn wire_field(domain: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+    use utoipa::PartialSchema;
+
     use super::*;
+
+    /// `T`'s schema as the document serves it.
+    fn schema<T: PartialSchema>() -> Value {
+        serde_json::to_value(T::schema()).unwrap()
+    }
+
+    #[test]
+    fn request_schemas_state_the_checked_limits() {
+        let task = &schema::<TaskBody>()["properties"];
+        assert_eq!(task["description"]["maxLength"], MAX_DESCRIPTION_CHARS);
+        for list in ["files_touched", "tools_available"] {
+            assert_eq!(task[list]["maxItems"], MAX_HINTS);
+            assert_eq!(task[list]["items"]["maxLength"], MAX_HINT_CHARS);
+        }
+        let create = &schema::<CreateBudgetBody>()["properties"];
+        assert_eq!(create["task_id"]["maxLength"], MAX_ID_CHARS);
+        let consumption = &schema::<ConsumptionBody>()["properties"];
+        assert_eq!(consumption["report_id"]["maxLength"], MAX_ID_CHARS);
+        assert_eq!(consumption["tokens"]["maximum"], MAX_REPORT_TOKENS);
+    }
+
+    /// Lengths are in characters, as the schema's `maxLength` counts them.
+    #[test]
+    fn text_limits_count_characters() {
+        let body = |description: String, hint: String| CreateBudgetBody {
+            task_id: "t".to_owned(),
+            task: TaskBody {
+                description,
+                files_touched: vec![hint],
+                tools_available: Vec::new(),
+            },
+            complexity: None,
+        };
+        let (longest, hint) = (
+            "é".repeat(MAX_DESCRIPTION_CHARS),
+            "é".repeat(MAX_HINT_CHARS),
+        );
+        let refused =
+            |b: CreateBudgetBody| NewBudget::try_from(b).err().and_then(|e| e.problem().field);
+        assert_eq!(refused(body(longest.clone(), hint.clone())), None);
+        assert_eq!(refused(body(" ".to_owned(), hint.clone())), None);
+        assert_eq!(
+            refused(body(longest + "é", hint.clone())).as_deref(),
+            Some("task.description")
+        );
+        assert_eq!(
+            refused(body("x".to_owned(), hint + "é")).as_deref(),
+            Some("task.files_touched")
+        );
+    }
+
+    /// Each numeric bound the configuration's schema declares is the one `into_domain`
+    /// checks: the bound is accepted and the next value past it refused.
+    #[test]
+    fn config_schema_bounds_are_the_checked_ones() {
+        let top = MAX_REPORT_TOKENS;
+        let tier = |base: u64, max: u64| json!({"base_tokens": base, "max_total_tokens": max});
+        // Tiers of one token under the highest ceiling, one sample in the widest window: each
+        // bound is then reachable without breaking a cross-field rule.
+        let small = json!({
+            "hard_ceiling_tokens": top,
+            "tiers": {"trivial": tier(1, 1), "standard": tier(1, 1), "complex": tier(1, 1)},
+            "adaptive": {"min_samples": 1, "window": 10_000},
+        });
+        let mut wide = small.clone();
+        wide["tiers"]["trivial"] = tier(1, top);
+        let (config, tiers, triggers, adaptive) = (
+            schema::<BudgetConfigBody>(),
+            schema::<TierBody>(),
+            schema::<TriggerBody>(),
+            schema::<AdaptiveBody>(),
+        );
+        let cases: [(&Value, &[&str], &Value); 14] = [
+            (&small, &["hard_ceiling_tokens"], &config),
+            (&small, &["low_confidence_threshold"], &config),
+            (&small, &["max_escalations"], &config),
+            (&small, &["max_loops"], &config),
+            (&wide, &["tiers", "trivial", "base_tokens"], &tiers),
+            (&small, &["tiers", "trivial", "max_total_tokens"], &tiers),
+            (
+                &small,
+                &["triggers", "low-confidence", "additional_tokens"],
+                &triggers,
+            ),
+            (
+                &small,
+                &["triggers", "low-confidence", "cooldown_seconds"],
+                &triggers,
+            ),
+            (&small, &["adaptive", "percent"], &adaptive),
+            (&small, &["adaptive", "quantile"], &adaptive),
+            (&small, &["adaptive", "headroom"], &adaptive),
+            (&small, &["adaptive", "min_samples"], &adaptive),
+            (&small, &["adaptive", "window"], &adaptive),
+            (&small, &["adaptive", "floor_tokens"], &adaptive),
+        ];
+        let accepted = |body: &Value, path: &[&str], value: f64, integer: bool| {
+            let mut body = body.clone();
+            let mut at = &mut body;
+            for key in path {
+                at = &mut at[*key];
+            }
+            *at = if integer {
+                json!(value as i64)
+            } else {
+                json!(value)
+            };
+            serde_json::from_value::<BudgetConfigBody>(body)
+                .ok()
+                .is_some_and(|b| b.into_domain().is_ok())
+        };
+        for (body, path, schema) in cases {
+            let field = &schema["properties"][*path.last().unwrap()];
+            let integer = field["type"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("integer"));
+            let step = if integer { 1.0 } else { 1e-9 };
+            for (bound, inside, outside) in [
+                ("minimum", 0.0, -step),
+                ("maximum", 0.0, step),
+                ("exclusiveMinimum", step, 0.0),
+            ] {
+                let Some(b) = field[bound].as_f64() else {
+                    continue;
+                };
+                assert!(
+                    accepted(body, path, b + inside, integer),
+                    "{path:?} {bound} {b}"
+                );
+                assert!(
+                    !accepted(body, path, b + outside, integer),
+                    "{path:?} past {bound} {b}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn config_round_trips_and_errors_use_wire_paths() {

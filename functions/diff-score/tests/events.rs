@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use agentrl_diff::{Limits, score::MAX_PATH_CHARS};
 use agentrl_diff_score::{DiffState, MAX_BODY_BYTES, service};
 use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_store::embedded::{Database, SqliteTable};
@@ -109,10 +110,25 @@ async fn bad_input_is_a_problem_naming_the_field() {
     assert_eq!(problem["field"], "files");
     assert!(problem["detail"].as_str().unwrap().contains("501 files"));
 
-    let body =
-        json!({"before": {"files": {}}, "after": {"files": {"a.py": "x"}}, "language": "cobol"});
+    // Only the documented names: aliases and other cases are refused as the schema says.
+    for language in ["cobol", "py", "Python"] {
+        let body = json!({
+            "before": {"files": {}},
+            "after": {"files": {"a.py": "x"}},
+            "language": language,
+        });
+        let (status, problem) = call(&app, &with_body(score.clone(), &body)).await;
+        assert_eq!((status, problem["field"].as_str()), (400, Some("language")));
+    }
+
+    // A path's limit is in characters, as the schema's `maxLength` counts.
+    let longest = "é".repeat(MAX_PATH_CHARS);
+    let body = json!({"before": {"files": {}}, "after": {"files": {longest.clone(): "x"}}});
+    let (status, report) = call(&app, &with_body(score.clone(), &body)).await;
+    assert_eq!(status, 200, "{report}");
+    let body = json!({"before": {"files": {}}, "after": {"files": {longest + "é": "x"}}});
     let (status, problem) = call(&app, &with_body(score.clone(), &body)).await;
-    assert_eq!((status, problem["field"].as_str()), (400, Some("language")));
+    assert_eq!((status, problem["field"].as_str()), (400, Some("files")));
 
     let body = json!({"before": {"files": {"a.py": 1}}, "after": {"files": {}}});
     let (status, problem) = call(&app, &with_body(score.clone(), &body)).await;
@@ -158,4 +174,15 @@ async fn the_openapi_document_lists_every_diff_route() {
         );
     }
     assert!(doc["components"]["schemas"]["Report"].is_object());
+
+    // The request schema states what the scorer checks.
+    let schemas = &doc["components"]["schemas"];
+    let files = &schemas["SnapshotBody"]["properties"]["files"];
+    assert_eq!(files["propertyNames"]["minLength"], 1);
+    assert_eq!(files["propertyNames"]["maxLength"], MAX_PATH_CHARS);
+    assert_eq!(files["maxProperties"], Limits::default().max_files);
+    assert_eq!(
+        schemas["ScoreRequest"]["properties"]["language"]["oneOf"][1]["$ref"],
+        "#/components/schemas/Lang"
+    );
 }

@@ -12,7 +12,7 @@ pub(crate) const CONFIG_NAME: &str = "trajectories";
 pub struct IngestConfig {
     /// Weights of the turn-level reward (information gain, format, progress).
     pub rewards: TurnRewardWeights,
-    /// Laplace noise on episode rewards, with the tenant's ε budget; off when absent.
+    /// Laplace noise on episode rewards, with the tenant's ε budget; off when absent or null.
     pub differential_privacy: Option<DpConfig>,
 }
 

@@ -97,3 +97,67 @@ pub fn service(state: TrajectoryState) -> Service {
     }
     .merge(configs)
 }
+
+#[cfg(test)]
+mod tests {
+    use agentrl_core::trajectory::Limits;
+    use serde_json::{Value, json};
+    use utoipa::OpenApi;
+
+    /// The limits the request schema repeats as literals are the validator's.
+    #[test]
+    fn the_trajectory_schema_states_the_validated_limits() {
+        let doc = serde_json::to_value(super::TrajectoryApi::openapi()).unwrap();
+        let properties =
+            |name: &str| -> Value { doc["components"]["schemas"][name]["properties"].clone() };
+        let trajectory = properties("Trajectory");
+        let (turn, tool) = (properties("Turn"), properties("ToolSpec"));
+        let (call, outcome) = (properties("ToolCall"), properties("FinalOutcome"));
+        let id = json!(format!("^[A-Za-z0-9_.:@/-]{{1,{}}}$", Limits::MAX_ID_CHARS));
+        for field in [
+            &trajectory["trajectory_id"],
+            &trajectory["agent_id"],
+            &trajectory["conversation_id"],
+            &trajectory["user_id"],
+            &trajectory["group_id"],
+            &trajectory["policy_version"],
+            &tool["name"],
+            &call["name"],
+        ] {
+            assert_eq!(field["pattern"], id, "{field}");
+        }
+        assert_eq!(trajectory["tools"]["maxItems"], Limits::MAX_TOOLS);
+        assert_eq!(trajectory["turns"]["maxItems"], Limits::MAX_TURNS);
+        for text in [
+            &turn["content"],
+            &turn["tool_result"],
+            &turn["error"],
+            &tool["description"],
+        ] {
+            assert_eq!(text["maxLength"], Limits::MAX_TEXT_CHARS, "{text}");
+        }
+        for label in [&turn["tokenizer"], &outcome["termination_reason"]] {
+            assert_eq!(label["maxLength"], Limits::MAX_LABEL_CHARS, "{label}");
+        }
+        for list in [
+            "prompt_token_ids",
+            "response_token_ids",
+            "loss_mask",
+            "behavior_logprobs",
+        ] {
+            assert_eq!(
+                turn[list]["maxItems"],
+                Limits::MAX_TOKENS_PER_LIST,
+                "{list}"
+            );
+        }
+        for ids in ["prompt_token_ids", "response_token_ids"] {
+            assert_eq!(turn[ids]["items"]["maximum"], Limits::MAX_TOKEN_ID, "{ids}");
+        }
+        // Past it, an f64 rounds to −∞ as an f32 (the core's validation tests show where).
+        assert_eq!(
+            turn["behavior_logprobs"]["items"]["exclusiveMinimum"],
+            -(2f64.powi(128) - 2f64.powi(103))
+        );
+    }
+}

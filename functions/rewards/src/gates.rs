@@ -20,10 +20,15 @@ const GATE_DEADLINE: Duration = Duration::from_secs(25);
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GateCheckBody {
-    /// What the stage produced (a triage, research notes, a response): not blank.
-    #[schema(max_length = 100_000, pattern = r"\S")]
+    /// What the stage produced (a triage, research notes, a response): at most 100 000
+    /// characters, not blank (white space and the byte-order mark alone are blank).
+    #[schema(
+        max_length = 100_000,
+        pattern = r"^[\u0009-\u000D \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF]*[^\u0009-\u000D \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF][\s\S]*$"
+    )]
     pub artifact: String,
-    /// The request the pipeline is working on, as context for the critic.
+    /// The request the pipeline is working on, as context for the critic (at most 100 000
+    /// characters).
     #[serde(default)]
     #[schema(max_length = 100_000)]
     pub task: Option<String>,
@@ -56,6 +61,12 @@ pub(crate) struct GateCheck {
 
 /// Longest artifact or task a gate takes, in characters (the prompt keeps the first 24 000).
 pub(crate) const MAX_ARTIFACT_CHARS: usize = 100_000;
+
+/// Whether an artifact is blank: Unicode white space (`char::is_whitespace`) and the BOM
+/// alone, the characters `artifact`'s pattern lists.
+pub(crate) fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || c == '\u{feff}')
+}
 
 /// Checks `body` at `stage`'s gate; a critic less confident than `min_confidence` (the
 /// tenant's `judge_min_confidence`) cannot pass work.

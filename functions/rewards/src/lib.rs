@@ -20,7 +20,10 @@ mod wire;
 
 use std::sync::Arc;
 
-use agentrl_core::{judge::JudgeConfig, verify::VerifyConfig};
+use agentrl_core::{
+    judge::JudgeConfig,
+    verify::{ExampleType, VerifyConfig},
+};
 use agentrl_diff::{Limits, Scorer};
 use agentrl_http::{Service, config::ConfigApi};
 use agentrl_store::ports::{Objects, Queue, Table};
@@ -82,12 +85,38 @@ impl RewardState {
         routes::gates::check,
         routes::usage::usage,
     ),
+    // Named by the training examples' `type` query parameter, which utoipa does not collect.
+    components(schemas(ExampleType)),
     tags(
         (name = "rewards", description = "Reward verification and training examples"),
         (name = "judges", description = "Model judges, critic gates and evaluations"),
     )
 )]
 struct RewardApi;
+
+/// The document, with links from the created execution and evaluation to their routes.
+fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = RewardApi::openapi();
+    agentrl_http::link_ids(
+        &mut doc,
+        ("post", "/v1/executions"),
+        "201",
+        "execution_id",
+        &[
+            ("get", "/v1/executions/{id}", "id"),
+            ("get", "/v1/executions/{id}/reward", "id"),
+            ("post", "/v1/executions/{id}/verifications", "id"),
+        ],
+    );
+    agentrl_http::link_ids(
+        &mut doc,
+        ("post", "/v1/evaluations"),
+        "202",
+        "evaluation_id",
+        &[("get", "/v1/evaluations/{id}", "id")],
+    );
+    doc
+}
 
 /// The reward routes and their OpenAPI document.
 pub fn service(state: RewardState) -> Service {
@@ -139,8 +168,305 @@ pub fn service(state: RewardState) -> Service {
     .service(state.judges.configs());
     Service {
         router: router.with_state(state),
-        openapi: RewardApi::openapi(),
+        openapi: document(),
     }
     .merge(configs)
     .merge(judge_configs)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The request schemas against the checks they describe: where a literal in a schema
+    //! attribute repeats a constant, or a bound repeats a check, the two must agree.
+
+    use agentrl_core::judge::{
+        BASE_URL_PATTERN, GateThresholds, MAX_BASE_URL_CHARS, MAX_MODEL_CHARS, Price,
+    };
+    use agentrl_core::verify::{Context, ExampleThresholds, MetricRange, Request, run};
+    use regex::Regex;
+    use serde_json::{Value, json};
+    use utoipa::PartialSchema;
+
+    use super::*;
+
+    fn schema<T: PartialSchema>() -> Value {
+        serde_json::to_value(T::schema()).expect("serializes")
+    }
+
+    fn document() -> Value {
+        serde_json::to_value(RewardApi::openapi()).expect("serializes")
+    }
+
+    fn pattern(property: &Value) -> Regex {
+        Regex::new(property["pattern"].as_str().expect("a pattern")).expect("compiles")
+    }
+
+    /// Checks that `accepts` takes the bounds `schema` declares for `property` and refuses
+    /// what lies just past them.
+    fn bounds_hold(schema: &Value, property: &str, accepts: impl Fn(Value) -> bool) {
+        let p = &schema["properties"][property];
+        let integer = p["type"] == "integer" || p["type"][0] == "integer";
+        let (step, number) = if integer {
+            (1.0, (|x: f64| json!(x as i64)) as fn(f64) -> Value)
+        } else {
+            (1e-9, (|x: f64| json!(x)) as fn(f64) -> Value)
+        };
+        let mut bounds = 0;
+        for (key, inside, outside) in [
+            ("minimum", 0.0, -step),
+            ("maximum", 0.0, step),
+            ("exclusiveMinimum", step, 0.0),
+            ("exclusiveMaximum", -step, 0.0),
+        ] {
+            if let Some(bound) = p[key].as_f64() {
+                assert!(accepts(number(bound + inside)), "{property}: {key} {bound}");
+                assert!(
+                    !accepts(number(bound + outside)),
+                    "{property}: past {key} {bound}"
+                );
+                bounds += 1;
+            }
+        }
+        assert!(bounds > 0, "{property} declares no bound: {p}");
+    }
+
+    #[test]
+    fn text_limits_are_the_constants() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        for field in ["input", "output"] {
+            let p = &schemas["CreateExecutionBody"]["properties"][field];
+            assert_eq!(p["maxLength"], wire::MAX_TEXT_BYTES, "{field}");
+        }
+        for field in ["artifact", "task"] {
+            let p = &schemas["GateCheckBody"]["properties"][field];
+            assert_eq!(p["maxLength"], gates::MAX_ARTIFACT_CHARS, "{field}");
+        }
+        let judges = schema::<JudgeConfig>();
+        let base_url = &judges["properties"]["base_url"];
+        assert_eq!(base_url["pattern"], BASE_URL_PATTERN);
+        assert_eq!(base_url["maxLength"], MAX_BASE_URL_CHARS);
+        for field in ["judge_model", "critic_model"] {
+            assert_eq!(
+                judges["properties"][field]["maxLength"], MAX_MODEL_CHARS,
+                "{field}"
+            );
+        }
+    }
+
+    /// Blank is the same to the patterns as to the checks, character by character.
+    #[test]
+    fn blank_patterns_are_the_checks() {
+        let doc = document();
+        let artifact =
+            pattern(&doc["components"]["schemas"]["GateCheckBody"]["properties"]["artifact"]);
+        let model = pattern(&schema::<JudgeConfig>()["properties"]["judge_model"]);
+        let with_model = |name: &str| {
+            let config = JudgeConfig {
+                judge_model: name.to_owned(),
+                ..JudgeConfig::default()
+            };
+            config.validate().is_ok()
+        };
+        // Every white space character is below U+3100, but the BOM.
+        let chars = (0..=0x3100).chain([0xfeff, 0xfffd, 0x1_0000, 0x10_ffff]);
+        for c in chars.filter_map(char::from_u32) {
+            let text = format!("{c}{c}");
+            assert_eq!(artifact.is_match(&text), !gates::is_blank(&text), "{c:?}");
+            assert_eq!(model.is_match(&text), with_model(&text), "{c:?}");
+        }
+        assert!(artifact.is_match(" \u{feff}x ") && model.is_match("\u{3000}gpt "));
+    }
+
+    #[test]
+    fn the_language_pattern_is_the_diff_scorers_names() {
+        let doc = document();
+        let language =
+            pattern(&doc["components"]["schemas"]["ChangeBody"]["properties"]["language"]);
+        for name in [
+            "typescript",
+            "TS",
+            "tsx",
+            "JavaScript",
+            "js",
+            "jsX",
+            "python",
+            "py",
+            "Rust",
+            "rs",
+            "go",
+            "GoLang",
+            "java",
+            "c",
+            "ruby",
+            "",
+            " go",
+            "golang2",
+            "jav",
+        ] {
+            assert_eq!(
+                language.is_match(name),
+                agentrl_diff::Lang::from_name(name).is_some(),
+                "{name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn config_bounds_are_where_validation_draws_the_line() {
+        let judges = |body: Value| {
+            serde_json::from_value::<JudgeConfig>(body).is_ok_and(|c| c.validate().is_ok())
+        };
+        let config = schema::<JudgeConfig>();
+        for field in [
+            "max_refinements",
+            "cache_ttl_seconds",
+            "timeout_ms",
+            "max_retries",
+            "max_concurrency",
+        ] {
+            bounds_hold(&config, field, |v| judges(json!({ field: v })));
+        }
+        for field in ["triage", "research", "response"] {
+            bounds_hold(&schema::<GateThresholds>(), field, |v| {
+                judges(json!({"gates": { field: v }}))
+            });
+        }
+        for field in ["input_per_million", "output_per_million"] {
+            bounds_hold(&schema::<Price>(), field, |v| {
+                let mut price = json!({"input_per_million": 1, "output_per_million": 1});
+                price[field] = v;
+                judges(json!({"prices": {"m": price}}))
+            });
+        }
+        let prices = &config["properties"]["prices"]["maxProperties"];
+        let many = |n: u64| {
+            let price = json!({"input_per_million": 1, "output_per_million": 1});
+            judges(
+                json!({"prices": (0..n).map(|i| (i.to_string(), price.clone())).collect::<serde_json::Map<_, _>>()}),
+            )
+        };
+        let max = prices.as_u64().expect("prices are bounded");
+        assert!(many(max) && !many(max + 1));
+
+        let rewards = |body: Value| {
+            serde_json::from_value::<VerifyConfig>(body).is_ok_and(|c| c.validate().is_ok())
+        };
+        bounds_hold(&schema::<VerifyConfig>(), "judge_min_confidence", |v| {
+            rewards(json!({ "judge_min_confidence": v }))
+        });
+        bounds_hold(&schema::<MetricRange>(), "weight", |v| {
+            rewards(json!({"business_metrics": {"m": {"min": 0, "max": 1, "weight": v}}}))
+        });
+        let examples = schema::<ExampleThresholds>();
+        bounds_hold(&examples, "positive", |v| {
+            rewards(json!({"examples": {"positive": v, "negative": 0}}))
+        });
+        bounds_hold(&examples, "negative", |v| {
+            rewards(json!({"examples": {"positive": 1, "negative": v}}))
+        });
+        let checks = &schema::<VerifyConfig>()["properties"]["safety_checks"]["items"];
+        assert_eq!(checks["minLength"], 1);
+        assert!(
+            !rewards(json!({"safety_checks": [""]})) && rewards(json!({"safety_checks": ["x"]}))
+        );
+    }
+
+    #[test]
+    fn verification_bounds_are_where_the_verifiers_draw_the_line() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        let config = VerifyConfig::default();
+        let accepts = |body: Value| {
+            serde_json::from_value::<Request>(body).is_ok_and(|r| {
+                run(
+                    &r,
+                    &Context {
+                        output: "1",
+                        config: &config,
+                    },
+                )
+                .is_ok()
+            })
+        };
+        let cases: [(&str, &str, Value); 7] = [
+            (
+                "UserFeedbackVerification",
+                "rating",
+                json!({"method": "user_feedback"}),
+            ),
+            (
+                "CodeAnalysisVerification",
+                "lint",
+                json!({"method": "code_analysis"}),
+            ),
+            (
+                "CodeAnalysisVerification",
+                "complexity",
+                json!({"method": "code_analysis"}),
+            ),
+            (
+                "CodeAnalysisVerification",
+                "security",
+                json!({"method": "code_analysis"}),
+            ),
+            (
+                "JudgeVerification",
+                "confidence",
+                json!({"method": "judge", "score": 0.5}),
+            ),
+            (
+                "AnswerMatchVerification",
+                "tolerance",
+                json!({"method": "answer_match", "mode": "numeric", "expected": "1"}),
+            ),
+            (
+                "AnswerMatchVerification",
+                "relative_tolerance",
+                json!({"method": "answer_match", "mode": "numeric", "expected": "1"}),
+            ),
+        ];
+        for (name, field, body) in cases {
+            bounds_hold(&schemas[name], field, |v| {
+                let mut body = body.clone();
+                body[field] = v;
+                accepts(body)
+            });
+        }
+    }
+
+    /// The verification body is one of the methods' schemas, each requiring its `method`
+    /// and refusing unknown fields, as serde reads the tagged request.
+    #[test]
+    fn the_verification_body_is_one_schema_per_method() {
+        let doc = document();
+        let body = &doc["paths"]["/v1/executions/{id}/verifications"]["post"]["requestBody"];
+        assert_eq!(
+            body["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/VerificationRequest"
+        );
+        let schemas = &doc["components"]["schemas"];
+        let request = &schemas["VerificationRequest"];
+        let mapping = request["discriminator"]["mapping"]
+            .as_object()
+            .expect("mapped");
+        assert_eq!(request["discriminator"]["propertyName"], "method");
+        assert_eq!(mapping.len(), 7);
+        for (method, reference) in mapping {
+            let name = reference
+                .as_str()
+                .and_then(|r| r.strip_prefix("#/components/schemas/"));
+            let variant = &schemas[name.expect("a local reference")];
+            assert_eq!(variant["properties"]["method"]["enum"], json!([method]));
+            assert_eq!(variant["required"][0], "method");
+            assert_eq!(variant["additionalProperties"], false, "{method}");
+            assert!(
+                request["oneOf"]
+                    .as_array()
+                    .expect("one of")
+                    .contains(&json!({"$ref": reference})),
+                "{method}"
+            );
+        }
+    }
 }

@@ -13,8 +13,11 @@ use crate::{
 
 /// Longest id an agent, version or execution may have.
 const MAX_ID: usize = 128;
-/// Largest prompt or completion kept with an execution: with its verifications' summary the
-/// item stays under DynamoDB's 400 KB item limit.
+/// Largest prompt or completion kept with an execution, in bytes of UTF-8: with its
+/// verifications' summary the item stays under DynamoDB's 400 KB item limit. The document's
+/// `maxLength` (characters) is the same number, exact for ASCII text; JSON Schema has no
+/// byte length, and counting characters instead would either cut ASCII prompts to a quarter
+/// or let multi-byte text past the item limit.
 pub(crate) const MAX_TEXT_BYTES: usize = 160 * 1024;
 
 /// `POST /v1/executions`.
@@ -28,9 +31,11 @@ pub(crate) struct CreateExecutionBody {
     #[serde(default)]
     #[schema(pattern = "^[A-Za-z0-9._:@-]{1,128}$")]
     pub agent_version: Option<String>,
-    /// What it was asked: the prompt of a training example.
+    /// What it was asked: the prompt of a training example (at most 163 840 bytes of UTF-8).
+    #[schema(max_length = 163_840)]
     pub input: String,
-    /// What it answered: the completion of a training example.
+    /// What it answered: the completion of a training example (at most 163 840 bytes of UTF-8).
+    #[schema(max_length = 163_840)]
     pub output: String,
     /// Tokens it used.
     #[serde(default)]

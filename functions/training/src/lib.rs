@@ -103,6 +103,45 @@ impl TrainingState {
 )]
 struct TrainingApi;
 
+/// The document, with links from a created agent and run to the routes that take their ids
+/// (the agent's learning routes too, when the learning function is in the same document).
+fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = TrainingApi::openapi();
+    agentrl_http::link_ids(
+        &mut doc,
+        ("post", "/v1/agents"),
+        "201",
+        "agent_id",
+        &[
+            ("get", "/v1/agents/{id}", "id"),
+            ("patch", "/v1/agents/{id}", "id"),
+            ("get", "/v1/agents/{id}/versions", "id"),
+            ("get", "/v1/agents/{id}/route", "id"),
+            ("post", "/v1/agents/{id}/outcomes", "id"),
+            ("get", "/v1/agents/{id}/learning", "id"),
+            ("put", "/v1/agents/{id}/learning/settings", "id"),
+            ("post", "/v1/agents/{id}/learning/update", "id"),
+            ("post", "/v1/agents/{id}/learning/unfreeze", "id"),
+        ],
+    );
+    let run = [
+        ("get", "/v1/training-runs/{id}", "id"),
+        ("post", "/v1/training-runs/{id}/cancel", "id"),
+        ("post", "/v1/training-runs/{id}/promote", "id"),
+    ];
+    // 201 for a new run, 200 for the run the same inputs already made.
+    for status in ["201", "200"] {
+        agentrl_http::link_ids(
+            &mut doc,
+            ("post", "/v1/training-runs"),
+            status,
+            "run_id",
+            &run,
+        );
+    }
+    doc
+}
+
 /// The training routes and their OpenAPI document.
 pub fn service(state: TrainingState) -> Service {
     let router = Router::new()
@@ -145,7 +184,7 @@ pub fn service(state: TrainingState) -> Service {
     .service(state.repo.gates());
     Service {
         router: router.with_state(state),
-        openapi: TrainingApi::openapi(),
+        openapi: document(),
     }
     .merge(configs)
 }

@@ -69,8 +69,18 @@ pub(crate) struct Deployment {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub(crate) struct ModelRef {
     /// `openai`, `anthropic`, `bedrock`, `self-hosted`, …
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub provider: String,
     /// The provider's model name.
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     pub name: String,
 }
 
@@ -179,9 +189,15 @@ fn version_sk(number: u64) -> String {
     format!("v{number:010}")
 }
 
-/// The number of a version id (`v3` → 3).
+/// The number of a version id (`v3` → 3): `v` and 1 to 19 digits, nothing else (no sign),
+/// so the document's pattern `^v[0-9]{1,19}$` is the whole rule; 19 digits always fit a u64.
 pub(crate) fn version_number(version: &str) -> Option<u64> {
-    version.strip_prefix('v')?.parse().ok()
+    let digits = version.strip_prefix('v')?;
+    if (1..=19).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
+        digits.parse().ok()
+    } else {
+        None
+    }
 }
 
 fn arm_key(t: &TenantId, agent: &str, version: &str) -> Key {

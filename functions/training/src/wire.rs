@@ -17,7 +17,10 @@ use crate::{
 };
 
 const MAX_NAME: usize = 256;
+/// Longest system prompt, in characters.
 const MAX_PROMPT: usize = 64 * 1024;
+/// Longest base model name.
+const MAX_BASE_MODEL: usize = 200;
 /// Most outcomes one report carries.
 pub(crate) const MAX_OUTCOMES: usize = 1_000;
 
@@ -32,6 +35,17 @@ fn check_text(field: &str, text: &str, max: usize) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// Counted in characters, as the document's `maxLength` counts.
+fn check_prompt(prompt: &str) -> Result<(), FieldError> {
+    if prompt.chars().count() > MAX_PROMPT {
+        return Err(FieldError::new(
+            "base_prompt",
+            format!("at most {MAX_PROMPT} characters"),
+        ));
+    }
+    Ok(())
+}
+
 fn check_model(model: &ModelRef) -> Result<(), FieldError> {
     check_text("model.provider", &model.provider, MAX_NAME)?;
     check_text("model.name", &model.name, MAX_NAME)
@@ -41,7 +55,7 @@ fn check_model(model: &ModelRef) -> Result<(), FieldError> {
 /// always names something under `models/`.
 fn check_base_model(field: &str, name: &str) -> Result<(), FieldError> {
     let ok = !name.is_empty()
-        && name.len() <= 200
+        && name.len() <= MAX_BASE_MODEL
         && name.split('/').all(|seg| {
             !seg.is_empty()
                 && seg != "."
@@ -105,19 +119,36 @@ fn default_true() -> bool {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateAgentBody {
     /// The id the agent's trajectories and events carry; a UUIDv7 is assigned when absent.
+    #[schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$")]
     agent_id: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     name: String,
     /// What kind of agent (`coding`, `support`, …).
     #[serde(rename = "type")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     agent_type: String,
     model: ModelRef,
     /// Its system prompt.
     #[serde(default)]
+    #[schema(max_length = 65_536)]
     base_prompt: String,
     /// A shared base model under `models/` that runs start from until a version is deployed.
+    #[schema(
+        max_length = 200,
+        pattern = r"^([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)(/([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+))*$"
+    )]
     base_model: Option<String>,
     /// The trainer config of the runs a ready dataset starts for this agent; absent: datasets
     /// start no runs for it.
+    #[schema(value_type = Option<Object>)]
     auto_train: Option<Value>,
     #[serde(default = "default_true")]
     active: bool,
@@ -133,12 +164,7 @@ impl TryFrom<CreateAgentBody> for NewAgent {
         check_text("name", &b.name, MAX_NAME)?;
         check_text("type", &b.agent_type, MAX_NAME)?;
         check_model(&b.model)?;
-        if b.base_prompt.len() > MAX_PROMPT {
-            return Err(FieldError::new(
-                "base_prompt",
-                format!("at most {MAX_PROMPT} bytes"),
-            ));
-        }
+        check_prompt(&b.base_prompt)?;
         if let Some(m) = &b.base_model {
             check_base_model("base_model", m)?;
         }
@@ -163,13 +189,24 @@ impl TryFrom<CreateAgentBody> for NewAgent {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PatchAgentBody {
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     name: Option<String>,
     #[serde(rename = "type")]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+    )]
     agent_type: Option<String>,
     model: Option<ModelRef>,
+    #[schema(max_length = 65_536)]
     base_prompt: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 200, pattern = r"^([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)(/([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+))*$")]
     base_model: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<Object>)]
@@ -190,11 +227,8 @@ impl TryFrom<PatchAgentBody> for AgentPatch {
         if let Some(m) = &b.model {
             check_model(m)?;
         }
-        if b.base_prompt.as_ref().is_some_and(|p| p.len() > MAX_PROMPT) {
-            return Err(FieldError::new(
-                "base_prompt",
-                format!("at most {MAX_PROMPT} bytes"),
-            ));
+        if let Some(p) = &b.base_prompt {
+            check_prompt(p)?;
         }
         if let Some(Some(m)) = &b.base_model {
             check_base_model("base_model", m)?;
@@ -271,13 +305,20 @@ pub(crate) struct AgentPage {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateRunBody {
+    #[schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$")]
     agent_id: String,
     /// A dataset of this tenant (`dataset_id` of `training.dataset.ready` or of the manifest).
+    #[schema(pattern = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$")]
     dataset_id: String,
     /// Start from this shared base model under `models/`.
+    #[schema(
+        max_length = 200,
+        pattern = r"^([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)(/([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+))*$"
+    )]
     base_model: Option<String>,
-    /// Or from this model version of the agent; neither: the deployed version, else the
-    /// agent's base model.
+    /// Or from this model version of the agent (not both: giving both is a 400 naming
+    /// `base_version`); neither: the deployed version, else the agent's base model.
+    #[schema(pattern = "^v[0-9]{1,19}$")]
     base_version: Option<String>,
     /// The trainer's config (docs/training.md); `{}` or absent: its defaults.
     #[schema(value_type = Option<Object>)]
@@ -480,6 +521,7 @@ pub(crate) struct RunPage {
 pub(crate) struct PromoteBody {
     /// Share of the agent's traffic, 0 to 100 (default 100: the deployed version; less: a
     /// canary).
+    #[schema(minimum = 0, maximum = 100)]
     pub percent: Option<f64>,
 }
 
@@ -514,8 +556,10 @@ pub(crate) struct RouteView {
 #[serde(deny_unknown_fields)]
 pub(crate) struct OutcomeBody {
     /// The version that served it (from the route).
+    #[schema(pattern = "^v[0-9]{1,19}$")]
     version: String,
     /// Its reward, −1 to 1.
+    #[schema(minimum = -1, maximum = 1)]
     reward: f64,
     #[serde(default)]
     safety_violation: bool,
@@ -653,4 +697,163 @@ impl VersionView {
 pub(crate) struct VersionPage {
     pub versions: Vec<VersionView>,
     pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use agentrl_core::trajectory::Limits;
+    use utoipa::OpenApi;
+
+    use super::*;
+
+    /// The document's schema of `field` in the component `schema`.
+    fn property(schema: &str, field: &str) -> Value {
+        let doc = serde_json::to_value(crate::TrainingApi::openapi()).unwrap();
+        doc["components"]["schemas"][schema]["properties"][field].clone()
+    }
+
+    /// Whether `text` is valid by a string schema's pattern and lengths (in characters).
+    fn valid(schema: &Value, text: &str) -> bool {
+        let chars = text.chars().count() as u64;
+        let pattern = regex::Regex::new(schema["pattern"].as_str().unwrap()).unwrap();
+        pattern.is_match(text)
+            && schema["minLength"].as_u64().is_none_or(|min| chars >= min)
+            && schema["maxLength"].as_u64().is_none_or(|max| chars <= max)
+    }
+
+    /// A string schema's rule: pattern and lengths.
+    fn rule(schema: &str, field: &str) -> [Value; 3] {
+        let p = property(schema, field);
+        [&p["pattern"], &p["minLength"], &p["maxLength"]].map(Value::clone)
+    }
+
+    #[test]
+    fn the_documents_limits_are_the_checks() {
+        // Each copy of a rule is the one the next test compares with its check.
+        let text = rule("CreateAgentBody", "name");
+        assert_eq!(text[2], MAX_NAME);
+        for (schema, field) in [
+            ("CreateAgentBody", "type"),
+            ("PatchAgentBody", "name"),
+            ("PatchAgentBody", "type"),
+            ("ModelRef", "provider"),
+            ("ModelRef", "name"),
+        ] {
+            assert_eq!(rule(schema, field), text, "{schema}.{field}");
+        }
+        let base_model = rule("CreateRunBody", "base_model");
+        assert_eq!(base_model[2], MAX_BASE_MODEL);
+        for schema in ["CreateAgentBody", "PatchAgentBody"] {
+            assert_eq!(rule(schema, "base_model"), base_model, "{schema}");
+            assert_eq!(property(schema, "base_prompt")["maxLength"], MAX_PROMPT);
+        }
+        assert_eq!(
+            rule("CreateAgentBody", "agent_id"),
+            rule("CreateRunBody", "agent_id")
+        );
+        assert_eq!(
+            rule("CreateRunBody", "base_version"),
+            rule("OutcomeBody", "version")
+        );
+        assert_eq!(
+            property("OutcomesBody", "outcomes")["maxItems"],
+            MAX_OUTCOMES
+        );
+        let id = format!("^[A-Za-z0-9_.:@/-]{{1,{}}}$", Limits::MAX_ID_CHARS);
+        assert_eq!(
+            property("CreateRunBody", "agent_id")["pattern"],
+            id.as_str()
+        );
+    }
+
+    /// A property's schema, the server's check of it, and samples to try both on.
+    type Case<'a> = (Value, &'a dyn Fn(&str) -> bool, Vec<String>);
+
+    #[test]
+    fn the_documents_patterns_accept_what_the_checks_accept() {
+        let long = |n: usize| "x".repeat(n);
+        let cases: [Case; 5] = [
+            (
+                property("CreateAgentBody", "name"),
+                &|s| check_text("name", s, MAX_NAME).is_ok(),
+                ["", "a", "é 名", "a\u{7f}", "\t", "a\u{9f}b", "\u{a0}", "\n"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([long(MAX_NAME), long(MAX_NAME + 1)])
+                    .collect(),
+            ),
+            (
+                property("CreateRunBody", "base_model"),
+                &|s| check_base_model("base_model", s).is_ok(),
+                [
+                    "qwen2.5-0.5b",
+                    "org/m_1",
+                    ".",
+                    "..",
+                    "...",
+                    ".a",
+                    "..a",
+                    "a/.",
+                    "a/..",
+                    "./a",
+                    "a//b",
+                    "/a",
+                    "a/",
+                    "a b",
+                    "é",
+                    "",
+                ]
+                .map(String::from)
+                .into_iter()
+                .chain([long(MAX_BASE_MODEL), long(MAX_BASE_MODEL + 1)])
+                .collect(),
+            ),
+            (
+                property("CreateRunBody", "dataset_id"),
+                &|s| check_dataset_id(s).is_ok(),
+                [
+                    "2026-11-24-37d7a5748e2a",
+                    ".a",
+                    "a.",
+                    "_a",
+                    "-",
+                    "",
+                    "a/b",
+                    "a b",
+                ]
+                .map(String::from)
+                .into_iter()
+                .chain([long(128), long(129)])
+                .collect(),
+            ),
+            (
+                property("CreateRunBody", "agent_id"),
+                &|s| check_id("agent_id", s).is_ok(),
+                ["a", "a:b@c/d-e_f.g", "", "a b", "é", "a#b"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([long(Limits::MAX_ID_CHARS), long(Limits::MAX_ID_CHARS + 1)])
+                    .collect(),
+            ),
+            (
+                property("OutcomeBody", "version"),
+                &|s| crate::repo::version_number(s).is_some(),
+                [
+                    "v3", "v0", "v007", "v+3", "v-3", "v", "3", "V3", "v 3", "v3 ", "v٣",
+                ]
+                .map(String::from)
+                .into_iter()
+                .chain([
+                    format!("v{}", "9".repeat(19)),
+                    format!("v{}", "9".repeat(20)),
+                ])
+                .collect(),
+            ),
+        ];
+        for (schema, check, samples) in cases {
+            for s in samples {
+                assert_eq!(valid(&schema, &s), check(&s), "{s:?} against {schema}");
+            }
+        }
+    }
 }

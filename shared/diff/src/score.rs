@@ -57,7 +57,7 @@ pub enum InputError {
         /// The limit they exceed, [`Limits::max_files`].
         limit: usize,
     },
-    /// A path is empty, longer than 1024 bytes or contains NUL.
+    /// A path is empty, longer than [`MAX_PATH_CHARS`] characters or contains NUL.
     #[error("file path {path:?}: {reason}")]
     BadPath {
         /// The path, cut to its first 200 characters.
@@ -66,6 +66,9 @@ pub enum InputError {
         reason: &'static str,
     },
 }
+
+/// Longest file path, in characters (as JSON Schema counts a `maxLength`).
+pub const MAX_PATH_CHARS: usize = 1024;
 
 /// A set of files: path → content.
 pub type Snapshot = BTreeMap<String, String>;
@@ -76,7 +79,35 @@ pub type Snapshot = BTreeMap<String, String>;
 #[serde(deny_unknown_fields)]
 pub struct SnapshotBody {
     /// Path → full content (UTF-8). Files only on one side are added or deleted.
+    #[cfg_attr(feature = "openapi", schema(schema_with = files_schema))]
     pub files: Snapshot,
+}
+
+/// `files` as [`Scorer::check`] takes it under the default [`Limits`], which every service
+/// scores with: paths of 1 to [`MAX_PATH_CHARS`] characters without NUL (map keys, so a
+/// `propertyNames` schema), at most `max_files` of them. The limit is on the union of both
+/// snapshots, which the schema of one cannot state: it says what each side alone must meet.
+#[cfg(feature = "openapi")]
+fn files_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, Type};
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(format!(
+            "Path → full content (UTF-8). Files only on one side are added or deleted. Paths \
+             are 1 to {MAX_PATH_CHARS} characters without NUL; both snapshots together hold at \
+             most {} distinct paths.",
+            Limits::default().max_files
+        )))
+        .property_names(Some(
+            string()
+                .min_length(Some(1))
+                .max_length(Some(MAX_PATH_CHARS))
+                .pattern(Some(r"^[^\u0000]*$")),
+        ))
+        .additional_properties(Some(string()))
+        .max_properties(Some(Limits::default().max_files))
+        .build()
 }
 
 /// What the caller says about the change.
@@ -547,8 +578,8 @@ fn check_path(path: &str) -> Result<(), InputError> {
     if path.is_empty() {
         return bad("must not be empty");
     }
-    if path.len() > 1024 {
-        return bad("must be at most 1024 bytes");
+    if path.chars().count() > MAX_PATH_CHARS {
+        return bad("must be at most 1024 characters");
     }
     if path.contains('\0') {
         return bad("must not contain NUL");

@@ -15,15 +15,20 @@ pub const WEIGHTS_CONFIG: &str = "diffs";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Weights {
-    /// The lowest multiplier, and the one given to incorrect or gaming solutions.
+    /// The lowest multiplier, and the one given to incorrect or gaming solutions; in [0, 1].
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub floor: f64,
-    /// Subtracted per touched file beyond the first.
+    /// Subtracted per touched file beyond the first; ≥ 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub per_extra_file: f64,
-    /// The share of changed lines that is free.
+    /// The share of changed lines that is free; in [0, 1].
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub line_ratio_allowance: f64,
-    /// Subtracted per unit of changed-line share beyond the allowance.
+    /// Subtracted per unit of changed-line share beyond the allowance; ≥ 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub line_ratio_weight: f64,
-    /// Multiplies the scaffolding penalty.
+    /// Multiplies the scaffolding penalty; ≥ 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub scaffolding_weight: f64,
     /// Reward-hacking kinds that force the floor.
     pub hard_flags: Vec<FlagKind>,

@@ -19,7 +19,7 @@ use crate::{
     request_body = ScoreRequest,
     responses(
         (status = 200, description = "The score", body = Report),
-        (status = 400, description = "Bad input: more files than allowed, an unusable path or language (the field is named)", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Bad input: more files than allowed, an unusable path, an unknown language (the field is named)", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body exceeds the size limit", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn score(
@@ -27,7 +27,7 @@ pub(crate) async fn score(
     Tenant(tenant): Tenant,
     ValidJson(body): ValidJson<ScoreRequest>,
 ) -> Result<Json<Report>, ApiError> {
-    let report = scoring::score(&state, &tenant, body.try_into()?)
+    let report = scoring::score(&state, &tenant, body.into())
         .await
         .map_err(|e| match e {
             ScoreError::Invalid(e) => ApiError::invalid("files", e.to_string()),

@@ -27,9 +27,12 @@ pub(crate) struct Accepted {
 ///
 /// Validated in full before anything is enqueued (ids, turns, token lists of equal length,
 /// logprobs finite and ≤ 0, sizes; see docs/trajectories.md); a refusal names the field.
+/// Besides each field's limits, the schema cannot state: tool names are unique, only assistant
+/// turns carry a `tool_call`, `loss_mask` and `behavior_logprobs` need `response_token_ids` of
+/// the same length, all text together is at most 4 MiB, JSON nests at most 64 levels.
 /// The worker then scores its turns, anonymises it and writes it to the turn table.
 #[utoipa::path(post, path = "/v1/trajectories", tag = "trajectories",
-    request_body(content = Object, description = "A trajectory (docs/trajectories.md)"),
+    request_body(content = Trajectory, description = "A trajectory (docs/trajectories.md)"),
     responses(
         (status = 202, description = "Queued", body = Accepted),
         (status = 400, description = "Invalid trajectory (the field is named)", body = Problem, content_type = "application/problem+json"),

@@ -4,14 +4,52 @@ use agentrl_core::learning::Event;
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
 use agentrl_store::retry::now_ms;
 use axum::{Json, extract::State, http::StatusCode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::{
+    PartialSchema, ToSchema,
+    openapi::{ArrayBuilder, OneOfBuilder, RefOr, Schema},
+};
 
 use crate::{LearningState, agents};
 
 /// Most events one request may carry.
 pub(crate) const MAX_EVENTS: usize = 100;
+
+/// The body: one event, or an array of 1 to [`MAX_EVENTS`]. Each stays a JSON value until
+/// [`event`] reads it (its time defaults to the receipt's, an error names its position); the
+/// document describes the events themselves.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Events {
+    Many(Vec<Value>),
+    One(Value),
+}
+
+impl PartialSchema for Events {
+    fn schema() -> RefOr<Schema> {
+        let event = || RefOr::Ref(utoipa::openapi::Ref::from_schema_name(Event::name()));
+        OneOfBuilder::new()
+            .item(event())
+            .item(
+                ArrayBuilder::new()
+                    .items(event())
+                    .min_items(Some(1))
+                    .max_items(Some(MAX_EVENTS)),
+            )
+            .description(Some(format!(
+                "An event, or an array of 1 to {MAX_EVENTS} events"
+            )))
+            .into()
+    }
+}
+
+impl ToSchema for Events {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((Event::name().into(), Event::schema()));
+        Event::schemas(schemas);
+    }
+}
 
 /// One accepted event.
 #[derive(Debug, Serialize, ToSchema)]
@@ -33,12 +71,14 @@ pub(crate) struct Accepted {
 }
 
 /// The event at `field` (`""` for a single event, `[i]` in an array), with `occurred_at_ms`
-/// defaulting to the receipt time.
+/// defaulting to the receipt time; integers written as `4.0` read as integers, as for every
+/// other body.
 fn event(field: &str, mut value: Value, now: i64) -> Result<Event, ApiError> {
     let Some(object) = value.as_object_mut() else {
         return Err(ApiError::invalid(field, "an event must be a JSON object"));
     };
     object.entry("occurred_at_ms").or_insert(now.into());
+    agentrl_http::integral_floats_as_integers(&mut value);
     let event: Event = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let at = match (field.is_empty(), path.as_str()) {
@@ -67,7 +107,7 @@ fn event(field: &str, mut value: Value, now: i64) -> Result<Event, ApiError> {
 /// fields of its type (docs/learning.md). All are validated before any is enqueued; a
 /// refusal names the field. Applying is idempotent by `event_id`.
 #[utoipa::path(post, path = "/v1/events", tag = "learning",
-    request_body(content = Object, description = "An event, or an array of events"),
+    request_body(content = Events, description = "An event, or an array of events"),
     responses(
         (status = 202, description = "Queued", body = Accepted),
         (status = 400, description = "Invalid event (the field is named)", body = Problem, content_type = "application/problem+json"),
@@ -75,11 +115,11 @@ fn event(field: &str, mut value: Value, now: i64) -> Result<Event, ApiError> {
 pub(crate) async fn post(
     State(state): State<LearningState>,
     Tenant(tenant): Tenant,
-    ValidJson(body): ValidJson<Value, false>,
+    ValidJson(body): ValidJson<Events, false>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
     let events = match body {
-        Value::Array(items) => {
+        Events::Many(items) => {
             if items.is_empty() || items.len() > MAX_EVENTS {
                 return Err(ApiError::invalid(
                     "",
@@ -92,7 +132,7 @@ pub(crate) async fn post(
                 .map(|(i, v)| event(&format!("[{i}]"), v, now))
                 .collect::<Result<Vec<_>, _>>()?
         }
-        other => vec![event("", other, now)?],
+        Events::One(value) => vec![event("", value, now)?],
     };
     let ids = agents::submit(&state.queue, &tenant, &events, now)
         .await

@@ -30,7 +30,7 @@ use crate::executions::{self, ReadError};
 use crate::repo::RewardRepo;
 
 /// Most named checks one evaluation takes.
-const MAX_CHECKS: usize = 100;
+pub(crate) const MAX_CHECKS: usize = 100;
 
 /// `POST /v1/evaluations`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -46,27 +46,49 @@ pub(crate) struct EvaluationRequest {
     /// The work as text; default: the execution's output.
     #[serde(default)]
     pub output: Option<String>,
-    /// The change the agent made (required for `code`), as `/v1/diffs/score` takes it.
+    /// The change the agent made, as `/v1/diffs/score` takes it: required when `task_type`
+    /// is `code`.
     #[serde(default)]
     pub change: Option<ChangeBody>,
     /// Test results: `{tests_passed, tests_total}` or `{junit_xml}` (the `test_execution`
-    /// verifier's parameters).
+    /// verifier's parameters, with its rules).
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub tests: Option<TestExecution>,
-    /// Named pass/fail checks (the `automated_check` verifier's `checks`).
+    /// Named pass/fail checks (the `automated_check` verifier's `checks`), at most 100.
     #[serde(default)]
+    #[schema(schema_with = checks_schema)]
     pub checks: Option<BTreeMap<String, bool>>,
+}
+
+/// `checks`: booleans by name, at most [`MAX_CHECKS`].
+fn checks_schema() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .description(Some(
+            "Named pass/fail checks (the `automated_check` verifier's `checks`), at most 100.",
+        ))
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::Boolean)))
+        .max_properties(Some(MAX_CHECKS))
+        .into()
 }
 
 /// A change: both snapshots of the files it touches.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ChangeBody {
+    /// The files before the change; with `after`, at most 500 distinct paths (the diff
+    /// scorer's limit).
     pub before: SnapshotBody,
+    /// The files after the change; with `before`, at most 500 distinct paths.
     pub after: SnapshotBody,
-    /// Parse every file as this language instead of by extension.
+    /// Parse every file as this language instead of by extension: a name or an extension
+    /// of `typescript` (`ts`), `tsx`, `javascript` (`js`, `jsx`), `python` (`py`), `rust`
+    /// (`rs`), `go` (`golang`) or `java`, in any case.
     #[serde(default)]
+    #[schema(
+        pattern = r"^(?:[Tt][Yy][Pp][Ee][Ss][Cc][Rr][Ii][Pp][Tt]|[Tt][Ss]|[Tt][Ss][Xx]|[Jj][Aa][Vv][Aa][Ss][Cc][Rr][Ii][Pp][Tt]|[Jj][Ss]|[Jj][Ss][Xx]|[Pp][Yy][Tt][Hh][Oo][Nn]|[Pp][Yy]|[Rr][Uu][Ss][Tt]|[Rr][Ss]|[Gg][Oo]|[Gg][Oo][Ll][Aa][Nn][Gg]|[Jj][Aa][Vv][Aa])$"
+    )]
     pub language: Option<String>,
 }
 

@@ -46,12 +46,7 @@ pub(crate) async fn check(
             ));
         }
     }
-    // Blank as JSON Schema's `\S` sees it: Unicode white space and the BOM.
-    if body
-        .artifact
-        .chars()
-        .all(|c| c.is_whitespace() || c == '\u{feff}')
-    {
+    if gates::is_blank(&body.artifact) {
         return Err(ApiError::invalid("artifact", "must not be blank"));
     }
     let min_confidence = state.repo.config(&tenant).await?.judge_min_confidence;

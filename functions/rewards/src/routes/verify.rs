@@ -38,7 +38,7 @@ impl From<VerifyError> for ApiError {
 /// own an `error` — neither is scored.
 #[utoipa::path(post, path = "/v1/executions/{id}/verifications", tag = "rewards",
     params(("id" = String, Path, description = "The execution id")),
-    request_body(content = Object, description = "{\"method\": \"test_execution\", \"junit_xml\": \"…\"} and the like (docs/rewards.md)"),
+    request_body = Request,
     responses(
         (status = 201, description = "The verification", body = VerificationView),
         (status = 400, description = "Malformed parameters or report (the field is named)", body = Problem, content_type = "application/problem+json"),

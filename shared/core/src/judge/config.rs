@@ -3,7 +3,9 @@
 //! variable locally), so a config document can be shown, logged and exported safely.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
+use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::FieldError;
@@ -11,35 +13,89 @@ use crate::budget::DEFAULT_MAX_LOOPS;
 
 use super::Stage;
 
+/// What a tenant's `base_url` must match, and the document's pattern for it: `https` to a
+/// host name, or `http` to a loopback host (`localhost`, 127.0.0.0/8 dotted, `[::1]`); then
+/// an optional port and path, and no credentials, query or fragment. An `https` host is a
+/// name whose last label starts with a letter, so no IP address in any spelling the URL
+/// parser reads (`169.254.169.254`, `0xa9fea9fe`, `2852039166`, `[fd00:ec2::254]`) can reach
+/// the instance metadata or another address chosen by number.
+pub const BASE_URL_PATTERN: &str = r"^(?:https://(?:[A-Za-z0-9_-]+\.)*[A-Za-z][A-Za-z0-9_-]*|http://(?:localhost|127(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}|\[::1\]))(?::[0-9]{1,5})?(?:/[^?#]*)?$";
+/// What a `base_url` not matching [`BASE_URL_PATTERN`] is told.
+const BASE_URL_RULE: &str = "must be https://HOST[:PORT][/PATH] with HOST a name (not an IP \
+                             address), or http:// to localhost, 127.x.x.x or [::1]; no \
+                             credentials, query or fragment";
+/// Longest `base_url`, in characters.
+pub const MAX_BASE_URL_CHARS: usize = 2048;
+/// Longest model name, in characters.
+pub const MAX_MODEL_CHARS: usize = 200;
+/// Most models with a price.
+pub const MAX_PRICED_MODELS: usize = 100;
+
+static BASE_URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(BASE_URL_PATTERN).expect("the base URL pattern compiles"));
+
 /// Judge settings of one tenant.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct JudgeConfig {
-    /// Base URL of an OpenAI-compatible API (`…/v1`; `/chat/completions` is appended). `https`,
-    /// or `http` to a loopback address (a local model server). Null: the deployment's provider
+    /// Base URL of an OpenAI-compatible API (`…/v1`; `/chat/completions` is appended), at
+    /// most 2048 characters: `https` to a host name (not an IP address), or `http` to
+    /// `localhost`, 127.0.0.0/8 or `[::1]` (a local model server); an optional port and path,
+    /// no credentials, query or fragment. Null: the deployment's provider
     /// (`AGENTRL_JUDGE_BASE_URL`), and with none, every judge abstains (or falls back to rules).
     /// Only the deployment's provider is sent the deployment's API key.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 2048,
+            pattern = r"^(?:https://(?:[A-Za-z0-9_-]+\.)*[A-Za-z][A-Za-z0-9_-]*|http://(?:localhost|127(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}|\[::1\]))(?::[0-9]{1,5})?(?:/[^?#]*)?$"
+        )
+    )]
     pub base_url: Option<String>,
-    /// The strong model (faithfulness and safety judges).
+    /// The strong model (faithfulness and safety judges): 1 to 200 characters, not blank.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 200,
+            pattern = r"^[\u0009-\u000D \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\u0009-\u000D \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][\s\S]*$"
+        )
+    )]
     pub judge_model: String,
-    /// The cheap model (relevance, minimality and creativity judges; every critic gate).
+    /// The cheap model (relevance, minimality and creativity judges; every critic gate): 1 to
+    /// 200 characters, not blank.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 200,
+            pattern = r"^[\u0009-\u000D \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*[^\u0009-\u000D \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000][\s\S]*$"
+        )
+    )]
     pub critic_model: String,
     /// Pass marks of the critic gates on the 1–10 scale.
     pub gates: GateThresholds,
-    /// Refinements a gate allows before it escalates to a human (the budget's loop rule).
+    /// Refinements a gate allows before it escalates to a human (the budget's loop rule):
+    /// 1 to 100.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub max_refinements: u32,
-    /// How long a judgment is reused for the same artifact, kind, model and rubric version.
+    /// How long a judgment is reused for the same artifact, kind, model and rubric version:
+    /// 60 s to 90 days.
+    #[cfg_attr(feature = "openapi", schema(minimum = 60, maximum = 7_776_000))]
     pub cache_ttl_seconds: u64,
-    /// Timeout of one provider call.
+    /// Timeout of one provider call: 100 ms to 5 minutes.
+    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 300_000))]
     pub timeout_ms: u64,
-    /// Retries after a 429, a 5xx, a timeout or a dropped connection.
+    /// Retries after a 429, a 5xx, a timeout or a dropped connection: 0 to 10.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10))]
     pub max_retries: u32,
-    /// Provider calls in flight per tenant and process.
+    /// Provider calls in flight per tenant and process: 1 to 64.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 64))]
     pub max_concurrency: u32,
     /// What a judge that cannot answer gives.
     pub fallback: Fallback,
-    /// Prices by model, for the usage report; unpriced models report tokens and no cost.
+    /// Prices by model (at most 100), for the usage report; unpriced models report tokens
+    /// and no cost.
+    #[cfg_attr(feature = "openapi", schema(schema_with = prices_schema))]
     pub prices: BTreeMap<String, Price>,
 }
 
@@ -48,11 +104,14 @@ pub struct JudgeConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GateThresholds {
-    /// Default 6.
+    /// 1 to 10; default 6.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10))]
     pub triage: f64,
-    /// Default 5.
+    /// 1 to 10; default 5.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10))]
     pub research: f64,
-    /// Default 7.
+    /// 1 to 10; default 7.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10))]
     pub response: f64,
 }
 
@@ -61,10 +120,28 @@ pub struct GateThresholds {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
-    /// Per million prompt tokens.
+    /// Per million prompt tokens, ≥ 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub input_per_million: f64,
-    /// Per million completion tokens.
+    /// Per million completion tokens, ≥ 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub output_per_million: f64,
+}
+
+/// `prices`: a [`Price`] by model, at most [`MAX_PRICED_MODELS`].
+#[cfg(feature = "openapi")]
+fn prices_schema() -> utoipa::openapi::Schema {
+    use utoipa::PartialSchema;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "Prices by model (at most 100), for the usage report; unpriced models report \
+             tokens and no cost.",
+        ))
+        .additional_properties(Some(Price::schema()))
+        .max_properties(Some(MAX_PRICED_MODELS))
+        .into()
 }
 
 /// What a judge that cannot answer gives.
@@ -142,8 +219,11 @@ impl JudgeConfig {
             ("judge_model", &self.judge_model),
             ("critic_model", &self.critic_model),
         ] {
-            if model.trim().is_empty() || model.len() > 200 {
-                return Err(FieldError::new(field, "must be 1 to 200 characters"));
+            if model.trim().is_empty() || model.chars().count() > MAX_MODEL_CHARS {
+                return Err(FieldError::new(
+                    field,
+                    format!("must be 1 to {MAX_MODEL_CHARS} characters, not blank"),
+                ));
             }
         }
         for (field, mark) in [
@@ -175,8 +255,11 @@ impl JudgeConfig {
                 ));
             }
         }
-        if self.prices.len() > 100 {
-            return Err(FieldError::new("prices", "at most 100 models"));
+        if self.prices.len() > MAX_PRICED_MODELS {
+            return Err(FieldError::new(
+                "prices",
+                format!("at most {MAX_PRICED_MODELS} models"),
+            ));
         }
         for (model, price) in &self.prices {
             for (name, value) in [
@@ -196,43 +279,17 @@ impl JudgeConfig {
 }
 
 /// Why a provider URL is refused: tenants choose it, so it must not reach into the
-/// deployment's own network (instance metadata, private services) over plain HTTP, and
-/// `/chat/completions` must stay the end of its path (no query or fragment to swallow it).
-fn check_base_url(url: &str) -> Result<(), &'static str> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or("must be an absolute http(s) URL")?;
-    if url.contains(['?', '#']) {
-        return Err("must not have a query or a fragment");
+/// deployment's own network (instance metadata, private services) by address or over plain
+/// HTTP, and `/chat/completions` must stay the end of its path (no query or fragment to
+/// swallow it). [`BASE_URL_PATTERN`] is the whole rule, besides the length.
+fn check_base_url(url: &str) -> Result<(), String> {
+    if url.chars().count() > MAX_BASE_URL_CHARS {
+        return Err(format!("must be at most {MAX_BASE_URL_CHARS} characters"));
     }
-    let authority = rest.split('/').next().unwrap_or_default();
-    if authority.is_empty() || authority.contains('@') || url.len() > 2048 {
-        return Err("must be an absolute http(s) URL with a host and no credentials");
+    if !BASE_URL.is_match(url) {
+        return Err(BASE_URL_RULE.to_owned());
     }
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    }
-    .to_ascii_lowercase();
-    let ip = host.parse::<std::net::IpAddr>().ok();
-    let link_local = match ip {
-        Some(std::net::IpAddr::V4(v4)) => v4.is_link_local(),
-        // fe80::/10, and fd00:ec2::254 (the instance metadata service over IPv6).
-        Some(std::net::IpAddr::V6(v6)) => {
-            (v6.segments()[0] & 0xffc0) == 0xfe80 || v6.segments()[..2] == [0xfd00, 0x0ec2]
-        }
-        None => false,
-    };
-    if link_local {
-        return Err("must not be a link-local (instance metadata) address");
-    }
-    let loopback = host == "localhost" || ip.is_some_and(|ip| ip.is_loopback());
-    match scheme {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        "http" => Err("must use https unless the host is a loopback address"),
-        _ => Err("must be an absolute http(s) URL"),
-    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -258,6 +315,8 @@ mod tests {
             "http://127.0.0.1:8080/v1",
             "http://localhost:11434/v1",
             "http://[::1]:9000/v1",
+            "http://127.255.0.1",
+            "https://model_server.local",
         ] {
             check_base_url(ok).expect(ok);
         }
@@ -275,6 +334,16 @@ mod tests {
             "https://api.example.com/v1?x=",
             "https://api.example.com/v1#",
             "https://[fe80::1]/v1",
+            // An address by number, in the spellings a URL parser reads as one.
+            "https://10.0.0.5/v1",
+            "https://0xa9fea9fe/latest",
+            "https://2852039166/latest",
+            "https://169.254.169.254./latest",
+            "https://[::ffff:169.254.169.254]/",
+            "https://%31%36%39.254.169.254/",
+            "https://evil.example\\@169.254.169.254/",
+            "http://127.0.0.01/v1",
+            "http://localhost:8080?x",
         ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }

@@ -9,7 +9,10 @@ mod gate;
 pub mod reply;
 mod rubric;
 
-pub use config::{Fallback, GateThresholds, JudgeConfig, Price};
+pub use config::{
+    BASE_URL_PATTERN, Fallback, GateThresholds, JudgeConfig, MAX_BASE_URL_CHARS, MAX_MODEL_CHARS,
+    MAX_PRICED_MODELS, Price,
+};
 pub use cost::Usage;
 pub use evaluation::{
     DiffFacts, Judgment, Source, TaskType, UNSAFE_SCORE, artifact_checks, combine, rule_score,

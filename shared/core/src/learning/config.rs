@@ -22,15 +22,22 @@ const MAX_DAYS: u32 = 3_650;
 pub struct LearningConfig {
     /// How events become rewards.
     pub rewards: RewardWeights,
-    /// Half-life of the decayed feedback statistics and relationship affinity. Default 14.
+    /// Half-life of the decayed feedback statistics and relationship affinity; in
+    /// [0.01, 3650]. Default 14.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.01, maximum = 3_650))]
     pub half_life_days: f64,
-    /// Feedback with at least this reward is a high-quality interaction. Default 0.8.
+    /// Feedback with at least this reward is a high-quality interaction; in [−1, 1].
+    /// Default 0.8.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub high_quality_min_reward: f64,
     /// Most high-quality interactions kept (the most recent); 1..=200. Default 200.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 200))]
     pub high_quality_cap: usize,
-    /// High-quality interactions older than this are dropped. Default 90.
+    /// High-quality interactions older than this are dropped; 1..=3650. Default 90.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 3_650))]
     pub high_quality_days: u32,
     /// How many recent actions the behaviour history keeps; 1..=64. Default 50.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 64))]
     pub history_len: usize,
     /// Policy updates.
     pub policy: PolicyConfig,
@@ -43,9 +50,11 @@ pub struct LearningConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraitBounds {
-    /// Lowest value; ≥ 0.
+    /// Lowest value; in [0, 1].
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub min: f64,
-    /// Highest value; ≤ 1.
+    /// Highest value; in [0, 1] and at least `min` (else the 400 names this field).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub max: f64,
 }
 
@@ -61,11 +70,14 @@ impl Default for TraitBounds {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EpsilonConfig {
-    /// Rate with no feedback. Default 0.2.
+    /// Rate with no feedback; in [0, 1]. Default 0.2.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub initial: f64,
-    /// Floor. Default 0.02.
+    /// Floor; in [0, 1] and at most `initial` (else the 400 names this field). Default 0.02.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub min: f64,
-    /// Decay per feedback. Default 0.01 (the floor is reached after 900 feedbacks).
+    /// Decay per feedback; ≥ 0. Default 0.01 (the floor is reached after 900 feedbacks).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub decay: f64,
 }
 
@@ -92,20 +104,31 @@ impl EpsilonConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Step size: `delta = learning_rate × signal / weight`; in (0, 1]. Default 0.1.
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0, maximum = 1))]
     pub learning_rate: f64,
-    /// Bounds of named traits. Default: `autonomy` in [0, 1].
+    /// Bounds of named traits (at most 64). Default: `autonomy` in [0, 1].
+    #[cfg_attr(feature = "openapi", schema(schema_with = trait_bounds_schema))]
     pub trait_bounds: BTreeMap<String, TraitBounds>,
     /// Bounds of traits not named in `trait_bounds`. Default [0, 1].
     pub default_bounds: TraitBounds,
-    /// A day whose mean feedback reward is below this counts towards a freeze. Default −0.5.
+    /// A day whose mean feedback reward is below this counts towards a freeze; in [−1, 1].
+    /// Default −0.5.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub freeze_sentiment: f64,
     /// Consecutive such days (each with feedback) that freeze the agent; 1..=60. Default 7.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 60))]
     pub freeze_days: u32,
     /// New feedbacks since the last update that trigger the next one; ≥ 1. Default 20.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub update_threshold: u64,
-    /// Traits with less accumulated evidence (Σ |reward|) are left alone. Default 1.
+    /// Traits with less accumulated evidence (Σ |reward|) are left alone; ≥ 0. Default 1.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub min_signal_weight: f64,
     /// Softmax temperature of the action policy; > 0. Default 0.5.
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0))]
     pub temperature: f64,
     /// Exploration rate.
     pub epsilon: EpsilonConfig,
@@ -127,6 +150,16 @@ impl Default for PolicyConfig {
     }
 }
 
+/// `trait_bounds` as [`PolicyConfig::validate`] takes it.
+#[cfg(feature = "openapi")]
+fn trait_bounds_schema() -> utoipa::openapi::Object {
+    super::event::name_map_schema(
+        &format!("Trait name → its bounds; at most {MAX_TRAITS}. Default: `autonomy` in [0, 1]."),
+        MAX_TRAITS,
+        <TraitBounds as utoipa::PartialSchema>::schema(),
+    )
+}
+
 impl PolicyConfig {
     /// The bounds of `name`.
     pub fn bounds(&self, name: &str) -> TraitBounds {
@@ -143,12 +176,19 @@ impl PolicyConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct DatasetTrigger {
     /// Positive feedbacks needed within `positive_days`; ≥ 1. Default 100.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub min_positive: u64,
     /// The window for `min_positive`; 1..=90. Default 30.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 90))]
     pub positive_days: u32,
     /// Live high-quality interactions needed. Default 50.
+    #[cfg_attr(feature = "openapi", schema(maximum = 18_446_744_073_709_551_615_u64))]
     pub min_high_quality: usize,
-    /// No new request within this many days of the last. Default 7.
+    /// No new request within this many days of the last; 0..=3650. Default 7.
+    #[cfg_attr(feature = "openapi", schema(maximum = 3_650))]
     pub cooldown_days: u32,
 }
 

@@ -19,16 +19,52 @@ pub const MAX_TEXT_CHARS: usize = 10_000;
 /// sort chronologically, and keeps window arithmetic far from overflow.
 pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 
+/// The JSON Schema pattern of a text without control characters (`char::is_control`:
+/// U+0000–U+001F and U+007F–U+009F): with their lengths, the rule of every id and name.
+#[cfg(feature = "openapi")]
+const NO_CONTROL_CHARS: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
+
 /// One learning event about an agent and a user.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = LearningEvent))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// Unique id; the deduplication key.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub event_id: String,
     /// The agent the event is about.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub agent_id: String,
     /// The user involved.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub user_id: String,
-    /// When it happened (epoch ms), from the body or the receipt time.
+    /// When it happened (epoch ms, 1970 to 9999), from the body or, when the body leaves it
+    /// out, the receipt time.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = false, minimum = 0, maximum = 253_402_300_799_999_i64)
+    )]
     pub occurred_at_ms: i64,
     /// What happened.
     #[serde(flatten)]
@@ -36,6 +72,8 @@ pub struct Event {
 }
 
 /// The kind-specific part of an [`Event`].
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = LearningEventBody))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum EventBody {
@@ -54,19 +92,40 @@ pub enum EventBody {
 }
 
 /// Explicit feedback: at least one of `value`, `rating` or `reaction`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = FeedbackEvent))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Feedback {
-    /// A score in [−1, 1].
+    /// A score in [−1, 1]. At least one of `value`, `rating` and `reaction` is required
+    /// (not null); without any, the 400 names `value`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub value: Option<f64>,
     /// A 1–5 star rating.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 5))]
     pub rating: Option<u8>,
     /// A reaction name such as `thumbs_up`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 64,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub reaction: Option<String>,
     /// The `message_id` of the reply being judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub source_id: Option<String>,
     /// Whether the agent's owner gave it.
     #[serde(default)]
@@ -76,37 +135,79 @@ pub struct Feedback {
     pub contains_safety_violation: bool,
     /// Free-text comment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 10_000))]
     pub text: Option<String>,
 }
 
 /// An agent's reply.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = ReplyEvent))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
     /// The reply's id: what `Feedback::source_id` refers to.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub message_id: String,
     /// The conversation it belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub session_id: Option<String>,
     /// The trait values in [0, 1] this reply expressed, e.g. `{"verbosity": 0.8}`.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = traits_schema))]
     pub traits: BTreeMap<String, f64>,
 }
 
 /// The end of a conversation.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = SessionEndedEvent))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionEnded {
     /// The conversation.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub session_id: String,
-    /// How long it lasted.
+    /// How long it lasted; ≥ 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub duration_seconds: f64,
     /// How many messages it had.
+    #[cfg_attr(feature = "openapi", schema(maximum = 4_294_967_295_u32))]
     pub message_count: u32,
 }
 
 /// An action the agent took.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = ActionEvent))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Action {
     /// The action's name (e.g. a tool).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 64,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub action: String,
     /// Whether it succeeded.
     pub success: bool,
@@ -115,6 +216,7 @@ pub struct Action {
     pub suggestion_followed: Option<bool>,
     /// The trait values in [0, 1] the action expressed.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = traits_schema))]
     pub traits: BTreeMap<String, f64>,
 }
 
@@ -233,6 +335,50 @@ fn check_text(field: &str, text: &str, max: usize) -> Result<(), EventError> {
         ));
     }
     Ok(())
+}
+
+/// The schema of a map keyed by names as [`check_name`] takes them, holding at most
+/// `max_entries` of `value`; `description` stands for the field's doc comment, which a
+/// schema of its own replaces.
+#[cfg(feature = "openapi")]
+pub(crate) fn name_map_schema(
+    description: &str,
+    max_entries: usize,
+    value: impl Into<utoipa::openapi::RefOr<utoipa::openapi::Schema>>,
+) -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
+    let value: RefOr<Schema> = value.into();
+    let name = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_NAME_CHARS))
+        .pattern(Some(NO_CONTROL_CHARS))
+        .build();
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(description))
+        .property_names(Some(name))
+        .additional_properties(Some(value))
+        .max_properties(Some(max_entries))
+        .build()
+}
+
+/// The `traits` of a reply or an action, as [`check_traits`] takes them.
+#[cfg(feature = "openapi")]
+fn traits_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, Type};
+    let value = ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .minimum(Some(0))
+        .maximum(Some(1));
+    name_map_schema(
+        &format!(
+            "Trait name → the value in [0, 1] expressed, e.g. `{{\"verbosity\": 0.8}}`; at \
+             most {MAX_TRAITS_PER_EVENT}."
+        ),
+        MAX_TRAITS_PER_EVENT,
+        value,
+    )
 }
 
 fn check_traits(traits: &BTreeMap<String, f64>) -> Result<(), EventError> {

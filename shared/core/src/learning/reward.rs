@@ -30,28 +30,40 @@ const MAX_REACTIONS: usize = 64;
 #[serde(default, deny_unknown_fields)]
 pub struct RewardWeights {
     /// Scales the rating signal `(rating − 3) / 2`; in [0, 1]. Default 1.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub rating_weight: f64,
-    /// Reaction name → reward in [−1, 1].
+    /// Reaction name → reward in [−1, 1]; at most 64.
+    #[cfg_attr(feature = "openapi", schema(schema_with = reactions_schema))]
     pub reactions: BTreeMap<String, f64>,
     /// Multiplies the owner's feedback; in [0, 10]. Default 1.5.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 10))]
     pub owner_multiplier: f64,
     /// A reply's reward until its feedback arrives; in [−1, 1]. Default 0.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub reply_placeholder: f64,
-    /// Sessions shorter than this are an immediate leave; ≥ 0. Default 10.
+    /// Sessions shorter than this are an immediate leave; in [0, 86 400]. Default 10.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 86_400))]
     pub immediate_leave_seconds: f64,
     /// Reward of an immediate leave; in [−1, 1]. Default −0.5.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub immediate_leave_reward: f64,
     /// Sessions with this many messages earn the full `length_weight`; ≥ 1. Default 10.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 4_294_967_295_u32))]
     pub target_messages: u32,
     /// Reward of a session that reaches `target_messages`; in [−1, 1]. Default 0.5.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub length_weight: f64,
     /// Reward of a successful action; in [−1, 1]. Default 0.2.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub action_success: f64,
     /// Reward of a failed action; in [−1, 1]. Default −0.3.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub action_failure: f64,
     /// Added when the user followed the agent's suggestion; in [−1, 1]. Default 0.3.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub suggestion_followed: f64,
     /// Added when the user ignored it; in [−1, 1]. Default −0.1.
+    #[cfg_attr(feature = "openapi", schema(minimum = -1, maximum = 1))]
     pub suggestion_ignored: f64,
 }
 
@@ -122,6 +134,24 @@ impl RewardWeights {
         }
         Ok(())
     }
+}
+
+/// `reactions` as [`RewardWeights::validate`] takes it.
+#[cfg(feature = "openapi")]
+fn reactions_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, Type};
+    let weight = ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .minimum(Some(-1))
+        .maximum(Some(1));
+    super::event::name_map_schema(
+        &format!(
+            "Reaction name → reward in [−1, 1]; at most {MAX_REACTIONS}. Given, it replaces \
+             the default map as a whole."
+        ),
+        MAX_REACTIONS,
+        weight,
+    )
 }
 
 /// Fails unless `value` is finite and in `[min, max]`.

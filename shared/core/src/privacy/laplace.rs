@@ -40,12 +40,15 @@ pub fn laplace_noise(seed: [u8; 32], scale: f64) -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DpConfig {
-    /// ε spent by one release; smaller is more private and noisier.
+    /// ε spent by one release, > 0; smaller is more private and noisier.
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0))]
     pub epsilon: f64,
-    /// Δ: the range width of a released value (2.0 for rewards in [−1, 1]).
+    /// Δ: the range width of a released value, > 0 (2.0 for rewards in [−1, 1]).
     #[serde(default = "default_sensitivity")]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0))]
     pub sensitivity: f64,
-    /// Total ε a tenant may spend.
+    /// Total ε a tenant may spend: > 0, and at least `epsilon`, or nothing could be released.
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0))]
     pub budget: f64,
 }
 

@@ -1,27 +1,36 @@
 //! The trajectory an agent posts: turns with text, tool calls and optional token-level data.
 //!
 //! These are the domain shapes after deserialisation; [`Trajectory::validate`] enforces the
-//! documented limits before anything is scored, anonymised or written.
+//! documented limits before anything is scored, anonymised or written. With the `openapi`
+//! feature they are also the request schema of `POST /v1/trajectories`, stating each limit of
+//! one field that [`Trajectory::validate`] checks (the rules across fields are in its docs).
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, de};
 
-/// One multi-turn, possibly tool-using episode of one agent.
+/// One multi-turn, possibly tool-using episode of one agent. Ids are 1 to 128 characters of
+/// `[A-Za-z0-9_.:@/-]`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trajectory {
     /// The episode's id; a redelivery carries the same id.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub trajectory_id: String,
     /// The agent that produced the episode.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub agent_id: String,
     /// The conversation the episode belongs to.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub conversation_id: String,
     /// The end user, when known; replaced by a keyed pseudonym before anything is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub user_id: Option<String>,
     /// Episodes answering the same prompt or task share a group: the GRPO group key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub group_id: Option<String>,
     /// The policy that sampled the episode; accepted as a JSON integer or string, kept as text.
     #[serde(
@@ -29,11 +38,16 @@ pub struct Trajectory {
         deserialize_with = "integer_or_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::policy_version))]
     pub policy_version: Option<String>,
-    /// The tools the agent was offered.
+    /// The tools the agent was offered (at most 64, each name declared once).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 64))]
     pub tools: Vec<ToolSpec>,
-    /// The turns, in order.
+    /// The turns, in order (1 to 512). All text together (contents, tool results, errors,
+    /// tool descriptions, the compact JSON of arguments and parameter schemas) is at most
+    /// 4 MiB.
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 512))]
     pub turns: Vec<Turn>,
     /// How the episode ended, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,20 +55,27 @@ pub struct Trajectory {
 }
 
 /// A tool offered to the agent.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
-    /// The name calls refer to.
+    /// The name calls refer to: an id, not the name of another tool of the trajectory.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub name: String,
-    /// Free-text description shown to the model.
+    /// Free-text description shown to the model (at most 262144 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 262_144))]
     pub description: Option<String>,
     /// JSON schema of the call arguments (see [`crate::trajectory::schema`] for the subset checked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::tool_parameters))]
     pub parameters: Option<serde_json::Value>,
 }
 
 /// Who produced a turn.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// "Role" alone is the judges' model role in the merged API document.
+#[cfg_attr(feature = "openapi", schema(as = TurnRole))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -69,40 +90,75 @@ pub enum Role {
 }
 
 /// One turn of a trajectory.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
     /// Who produced the turn.
     pub role: Role,
-    /// The turn's text.
+    /// The turn's text (at most 262144 characters).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 262_144))]
     pub content: String,
-    /// The tool the assistant called in this turn.
+    /// The tool the assistant called in this turn: assistant turns only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call: Option<ToolCall>,
-    /// What a tool returned.
+    /// What a tool returned (at most 262144 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 262_144))]
     pub tool_result: Option<String>,
-    /// An error a tool (or the runtime) reported for this turn.
+    /// An error a tool (or the runtime) reported for this turn (at most 262144 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 262_144))]
     pub error: Option<String>,
     /// A reward the agent's environment assigned to this turn, on the [-1, 1] scale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reward: Option<f64>,
-    /// The prompt exactly as tokenised by the sampler.
+    /// The prompt exactly as tokenised by the sampler (at most 32768 ids, each below 2^31:
+    /// they are stored as int32).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_items = 32_768, maximum = 2_147_483_647)
+    )]
     pub prompt_token_ids: Option<Vec<u32>>,
-    /// The sampled response tokens (model and interleaved tool tokens).
+    /// The sampled response tokens (model and interleaved tool tokens); at most 32768 ids, each
+    /// below 2^31.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_items = 32_768, maximum = 2_147_483_647)
+    )]
     pub response_token_ids: Option<Vec<u32>>,
     /// Per response token: 1 = generated by the model (trained on), 0 = tool/environment token.
+    /// Requires `response_token_ids`, with as many entries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 32_768, maximum = 1))]
     pub loss_mask: Option<Vec<u8>>,
-    /// Per response token: the sampler's log-probability, used as π_old off-policy.
+    /// Per response token: the sampler's log-probability, used as π_old off-policy: at most 0,
+    /// and finite as a 32-bit float (above −(2^128 − 2^103), past which it rounds to −∞).
+    /// Requires `response_token_ids`, with as many entries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_items = 32_768,
+            maximum = 0,
+            exclusive_minimum = -3.4028235677973366e38
+        )
+    )]
     pub behavior_logprobs: Option<Vec<f32>>,
-    /// Tokenizer or chat-template id the token ids belong to.
+    /// Tokenizer or chat-template id the token ids belong to: 1 to 256 characters, no control
+    /// characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$"
+        )
+    )]
     pub tokenizer: Option<String>,
 }
 
@@ -126,16 +182,21 @@ impl Turn {
 }
 
 /// A call the assistant made.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
-    /// The called tool's name.
+    /// The called tool's name (an id).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub name: String,
-    /// The arguments: must be a JSON object (not a JSON-encoded string).
+    /// The arguments: must be a JSON object (not a JSON-encoded string), nested at most 64
+    /// levels deep.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub arguments: serde_json::Value,
 }
 
 /// How the episode ended.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FinalOutcome {
@@ -144,12 +205,68 @@ pub struct FinalOutcome {
     /// The episode reward, on the [-1, 1] scale, when the environment gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reward: Option<f64>,
-    /// Why the episode stopped (e.g. `done`, `max_turns`).
+    /// Why the episode stopped (e.g. `done`, `max_turns`): 1 to 256 characters, no control
+    /// characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$"
+        )
+    )]
     pub termination_reason: Option<String>,
     /// The episode was cut short rather than finished.
     #[serde(default)]
     pub truncated: bool,
+}
+
+/// The schemas of the fields whose Rust type says less than the JSON they take.
+#[cfg(feature = "openapi")]
+mod openapi {
+    use utoipa::openapi::{Object, ObjectBuilder, Type, schema::SchemaType};
+
+    use crate::trajectory::Limits;
+
+    /// A JSON integer (any that an `i64` or a `u64` holds) or an id, as `integer_or_string`
+    /// reads it.
+    pub(super) fn policy_version() -> Object {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([
+                Type::Integer,
+                Type::String,
+                Type::Null,
+            ]))
+            .description(Some(format!(
+                "The policy that sampled the episode: a JSON integer or an id (1 to {} \
+                 characters of `[A-Za-z0-9_.:@/-]`), kept as text.",
+                Limits::MAX_ID_CHARS
+            )))
+            .minimum(Some(i64::MIN))
+            .maximum(Some(u64::MAX))
+            .pattern(Some(format!(
+                "^[A-Za-z0-9_.:@/-]{{1,{}}}$",
+                Limits::MAX_ID_CHARS
+            )))
+            .build()
+    }
+
+    /// A JSON Schema is an object or a boolean.
+    pub(super) fn tool_parameters() -> Object {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([
+                Type::Object,
+                Type::Boolean,
+                Type::Null,
+            ]))
+            .description(Some(format!(
+                "JSON schema of the call arguments (an object or a boolean), nested at most {} \
+                 levels deep.",
+                Limits::MAX_JSON_DEPTH
+            )))
+            .build()
+    }
 }
 
 /// Agents report policy versions as counters or as labels; both are kept as text.

@@ -55,16 +55,20 @@ use super::model::{FinalOutcome, Role, ToolCall, Trajectory, Turn};
 use super::schema;
 use crate::privacy::Scrubber;
 
-/// Weights of the total; the safety override is not weighted.
+/// Weights of the total; the safety override is not weighted. Each is in [0, 1] and the three
+/// sum to 1 (± 1e-6), omitted ones counting at their defaults.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TurnRewardWeights {
-    /// Weight of information gain (default 0.4).
+    /// Weight of information gain, in [0, 1] (default 0.4).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub information_gain: f64,
-    /// Weight of format correctness (default 0.3).
+    /// Weight of format correctness, in [0, 1] (default 0.3).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub format: f64,
-    /// Weight of task progress (default 0.3).
+    /// Weight of task progress, in [0, 1] (default 0.3).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub progress: f64,
 }
 

@@ -18,8 +18,9 @@ impl Limits {
     pub const MAX_ID_CHARS: usize = 128;
     /// Turns per trajectory.
     pub const MAX_TURNS: usize = 512;
-    /// Bytes of one `content`, `tool_result`, `error` or tool `description`.
-    pub const MAX_TEXT_BYTES: usize = 256 * 1024;
+    /// Characters of one `content`, `tool_result`, `error` or tool `description` (as JSON
+    /// Schema counts a `maxLength`; the total below is in bytes).
+    pub const MAX_TEXT_CHARS: usize = 256 * 1024;
     /// Entries of one token list (`prompt_token_ids`, `response_token_ids`, `loss_mask`,
     /// `behavior_logprobs`).
     pub const MAX_TOKENS_PER_LIST: usize = 32_768;
@@ -32,8 +33,8 @@ impl Limits {
     pub const MAX_TOKEN_ID: u32 = i32::MAX as u32;
     /// Nesting depth of tool call arguments and tool parameter schemas.
     pub const MAX_JSON_DEPTH: usize = 64;
-    /// Bytes of a `tokenizer` id or a `termination_reason`.
-    pub const MAX_LABEL_BYTES: usize = 256;
+    /// Characters of a `tokenizer` id or a `termination_reason`.
+    pub const MAX_LABEL_CHARS: usize = 256;
 }
 
 /// Why a trajectory is refused; `field` is the path of the culprit.
@@ -66,20 +67,21 @@ pub fn check_id(field: &str, id: &str) -> Result<(), TrajectoryError> {
     )
 }
 
+/// Checks one text's length in characters; returns its size in bytes, for the total.
 fn check_text(field: String, text: &str) -> Result<usize, TrajectoryError> {
     ensure(
-        text.len() <= Limits::MAX_TEXT_BYTES,
+        text.chars().count() <= Limits::MAX_TEXT_CHARS,
         field,
-        "exceeds 256 KiB",
+        "exceeds 262144 characters",
     )?;
     Ok(text.len())
 }
 
 fn check_label(field: String, text: &str) -> Result<(), TrajectoryError> {
     ensure(
-        !text.is_empty() && text.len() <= Limits::MAX_LABEL_BYTES,
+        !text.is_empty() && text.chars().count() <= Limits::MAX_LABEL_CHARS,
         field.clone(),
-        "must be 1 to 256 bytes",
+        "must be 1 to 256 characters",
     )?;
     ensure(
         !text.chars().any(char::is_control),
@@ -168,6 +170,12 @@ fn check_tokens(p: &str, turn: &Turn) -> Result<(), TrajectoryError> {
 
 impl Trajectory {
     /// Checks ids, sizes, token alignment and value ranges against [`Limits`].
+    ///
+    /// Besides each field's own limits (which the OpenAPI schema states), the rules that no
+    /// schema of one field can: tool names are unique; only assistant turns carry a
+    /// `tool_call`; `loss_mask` and `behavior_logprobs` need `response_token_ids`, with as many
+    /// entries; all text together is at most [`Limits::MAX_TOTAL_TEXT_BYTES`]; tool arguments
+    /// and parameter schemas nest at most [`Limits::MAX_JSON_DEPTH`] levels.
     ///
     /// # Errors
     /// [`TrajectoryError`] naming the first field in violation.
@@ -345,24 +353,24 @@ mod tests {
                 t.tools[0].parameters = Some(json!("object"))
             }),
             ("tools[0].description", |t| {
-                t.tools[0].description = Some("x".repeat(Limits::MAX_TEXT_BYTES + 1))
+                t.tools[0].description = Some("x".repeat(Limits::MAX_TEXT_CHARS + 1))
             }),
             ("turns", |t| t.turns.clear()),
             ("turns", |t| {
                 t.turns = vec![turn(Role::User, "x"); Limits::MAX_TURNS + 1]
             }),
             ("turns", |t| {
-                let big = "x".repeat(Limits::MAX_TEXT_BYTES);
+                let big = "x".repeat(Limits::MAX_TEXT_CHARS);
                 t.turns = vec![turn(Role::User, &big); 17]
             }),
             ("turns[0].content", |t| {
-                t.turns[0].content = "x".repeat(Limits::MAX_TEXT_BYTES + 1)
+                t.turns[0].content = "x".repeat(Limits::MAX_TEXT_CHARS + 1)
             }),
             ("turns[0].tool_result", |t| {
-                t.turns[0].tool_result = Some("x".repeat(Limits::MAX_TEXT_BYTES + 1))
+                t.turns[0].tool_result = Some("x".repeat(Limits::MAX_TEXT_CHARS + 1))
             }),
             ("turns[0].error", |t| {
-                t.turns[0].error = Some("x".repeat(Limits::MAX_TEXT_BYTES + 1))
+                t.turns[0].error = Some("x".repeat(Limits::MAX_TEXT_CHARS + 1))
             }),
             ("turns[0].tool_call", |t| {
                 t.turns[0].tool_call = t.turns[1].tool_call.clone()
@@ -454,10 +462,34 @@ mod tests {
     fn limits_are_inclusive() {
         let mut t = valid();
         t.conversation_id = "c".repeat(Limits::MAX_ID_CHARS);
-        t.turns[0].content = "x".repeat(Limits::MAX_TEXT_BYTES);
+        t.turns[0].content = "x".repeat(Limits::MAX_TEXT_CHARS);
         t.turns[1].prompt_token_ids = Some(vec![Limits::MAX_TOKEN_ID; 3]);
         t.turns[1].loss_mask = Some(vec![0, 0, 0]);
         t.validate().unwrap();
+    }
+
+    #[test]
+    fn text_limits_count_characters() {
+        let mut t = valid();
+        t.turns[0].content = "é".repeat(Limits::MAX_TEXT_CHARS);
+        t.turns[1].tokenizer = Some("é".repeat(Limits::MAX_LABEL_CHARS));
+        t.validate().unwrap();
+        t.turns[0].content.push('é');
+        assert_eq!(t.validate().unwrap_err().field, "turns[0].content");
+    }
+
+    /// The document's exclusive minimum of a logprob: −(2^128 − 2^103) is where an `f64`
+    /// rounds to −∞ as an `f32`; the next `f64` above stays finite (−`f32::MAX`).
+    #[test]
+    fn logprobs_are_finite_exactly_above_the_documented_bound() {
+        let bound = -(2f64.powi(128) - 2f64.powi(103));
+        assert_eq!(bound, -3.402_823_567_797_336_6e38);
+        for (logprob, finite) in [(bound, false), (bound.next_up(), true)] {
+            let mut v = serde_json::to_value(valid()).unwrap();
+            v["turns"][1]["behavior_logprobs"] = json!([logprob, -1.0, -1.0]);
+            let t: Trajectory = serde_json::from_value(v).unwrap();
+            assert_eq!(t.validate().is_ok(), finite, "{logprob}");
+        }
     }
 
     #[test]

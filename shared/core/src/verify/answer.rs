@@ -18,6 +18,7 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 const DEFAULT_TOLERANCE: f64 = 1e-9;
 
 /// How the answer is compared.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchMode {
@@ -52,26 +53,54 @@ impl MatchMode {
 /// An answer check. Evidence: `{mode, matched}`, plus for `numeric` `{expected, answer,
 /// difference}` (or `error` when the answer is not a number) and for `json_schema` a
 /// `violation: {path, reason}` or an `error` when the answer is not JSON.
+///
+/// Each mode requires its own parameter and refuses the others': `expected` for `exact`,
+/// `normalized` and `numeric` (which alone takes the tolerances), `pattern` for `regex`,
+/// `schema` for `json_schema`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnswerMatch {
     /// The comparison.
     pub mode: MatchMode,
-    /// The expected answer (`exact`, `normalized`, `numeric`).
+    /// The expected answer: required by `exact`, `normalized` and `numeric` (a finite
+    /// number there), refused by the other modes.
     pub expected: Option<String>,
-    /// Absolute tolerance (`numeric`).
+    /// Absolute tolerance, ≥ 0: `numeric` only.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub tolerance: Option<f64>,
-    /// Tolerance relative to |expected| (`numeric`).
+    /// Tolerance relative to |expected|, ≥ 0: `numeric` only.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub relative_tolerance: Option<f64>,
-    /// A regular expression in the `regex` crate's syntax (`regex`).
+    /// A regular expression in the `regex` crate's syntax that compiles: required by
+    /// `regex`, refused by the other modes.
     pub pattern: Option<String>,
-    /// A JSON Schema (`json_schema`).
+    /// A JSON Schema (an object or a boolean): required by `json_schema`, refused by the
+    /// other modes.
+    #[cfg_attr(feature = "openapi", schema(schema_with = schema_schema))]
     pub schema: Option<Value>,
     /// The answer to check; the execution's output when absent.
     pub answer: Option<String>,
     /// Marks the outcome as a safety violation.
     #[serde(default)]
     pub safety_violation: bool,
+}
+
+/// `schema`: a JSON Schema is an object or a boolean ([`json_schema`] refuses anything else).
+#[cfg(feature = "openapi")]
+fn schema_schema() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([
+            Type::Object,
+            Type::Boolean,
+            Type::Null,
+        ]))
+        .description(Some(
+            "A JSON Schema (an object or a boolean): required by `json_schema`, refused by \
+             the other modes.",
+        ))
+        .into()
 }
 
 pub(super) fn verify(r: &AnswerMatch, output: &str) -> Result<Outcome, InvalidInput> {

@@ -16,14 +16,34 @@ const VERSION: &str = "business_metrics@1";
 const CONFIDENCE: f64 = 0.7;
 
 /// Raw metric values by name. Evidence: `{metrics: {name: {raw, normalized, weight}}}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BusinessMetrics {
-    /// Raw values, normalised by the tenant's `business_metrics` ranges.
+    /// Raw values, normalised by the tenant's `business_metrics` ranges: at least one, and
+    /// only metrics the tenant has a range for (by default `conversion` and `retention`).
+    #[cfg_attr(feature = "openapi", schema(schema_with = metrics_schema))]
     pub metrics: BTreeMap<String, f64>,
     /// Marks the outcome as a safety violation.
     #[serde(default)]
     pub safety_violation: bool,
+}
+
+/// `metrics`: numbers by name, at least one (which names the tenant has ranges for is its
+/// configuration's, not the document's).
+#[cfg(feature = "openapi")]
+fn metrics_schema() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "Raw values, normalised by the tenant's `business_metrics` ranges: at least one, \
+             and only metrics the tenant has a range for (by default `conversion` and \
+             `retention`).",
+        ))
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::Number)))
+        .min_properties(Some(1))
+        .into()
 }
 
 pub(super) fn verify(r: &BusinessMetrics, config: &VerifyConfig) -> Result<Outcome, InvalidInput> {

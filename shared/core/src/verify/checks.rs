@@ -12,6 +12,7 @@ use super::{Outcome, VerifyConfig};
 const VERSION: &str = "automated_check@1";
 
 /// Check results by name. Evidence: `{passed, total, failing: [name], safety_failures: [name]}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AutomatedCheck {

@@ -32,16 +32,21 @@ const TOP_RULES: usize = 10;
 /// Evidence for scores: `{lint, complexity, security, weights}`. For SARIF: `{errors,
 /// warnings, notes, none, baseline_absent, penalty, runs, rules: [{id, count}], tools}`, with
 /// the ten most frequent rule ids.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CodeAnalysis {
-    /// Linter score.
+    /// Linter score. At least one of the three scores, or `sarif`, not both.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub lint: Option<f64>,
-    /// Complexity score.
+    /// Complexity score. At least one of the three scores, or `sarif`, not both.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub complexity: Option<f64>,
-    /// Security-scanner score.
+    /// Security-scanner score. At least one of the three scores, or `sarif`, not both.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub security: Option<f64>,
-    /// A SARIF 2.1.0 log object.
+    /// A SARIF 2.1.0 log object, instead of the scores.
+    #[cfg_attr(feature = "openapi", schema(schema_with = sarif_schema))]
     pub sarif: Option<Value>,
     /// Marks the outcome as a safety violation.
     #[serde(default)]
@@ -236,6 +241,57 @@ fn tally_run<'a>(tally: &mut Tally<'a>, run: &'a Value, field: &str) -> Result<(
         }
     }
     Ok(())
+}
+
+/// What [`from_sarif`] requires of a log, as a JSON Schema: `runs` an array of objects whose
+/// `results`, if not null, are objects; `version`, if given, `2.1.0`; and a result's `level`,
+/// if given, one of [`level`]'s four, unless the result is skipped (a `baselineState` of
+/// `absent`, or a `kind` other than `fail`).
+#[cfg(feature = "openapi")]
+fn sarif_schema() -> utoipa::openapi::Schema {
+    use utoipa::openapi::schema::{AnyOfBuilder, ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    let object = || ObjectBuilder::new().schema_type(Type::Object);
+    let one_of = |values: &[&str]| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(values.to_vec()))
+    };
+    // Any string but `fail`, without lookahead (generators cannot draw from one).
+    let not_fail =
+        r"^(?:[\s\S]{0,3}|[\s\S]{5,}|[^f][\s\S]{3}|f[^a][\s\S]{2}|fa[^i][\s\S]|fai[^l])$";
+    let result = AnyOfBuilder::new()
+        .item(
+            object()
+                .property("baselineState", one_of(&["absent"]))
+                .required("baselineState"),
+        )
+        .item(
+            object()
+                .property(
+                    "kind",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some(not_fail)),
+                )
+                .required("kind"),
+        )
+        .item(object().property("level", one_of(&["error", "warning", "note", "none"])));
+    let run = object().property(
+        "results",
+        ArrayBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+            .items(result),
+    );
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .description(Some(
+            "A SARIF 2.1.0 log object, instead of the scores (at least one of the three \
+             scores, or `sarif`, not both).",
+        ))
+        .property("version", one_of(&["2.1.0"]))
+        .property("runs", ArrayBuilder::new().items(run))
+        .required("runs")
+        .into()
 }
 
 /// The effective level of a result (see the module docs).

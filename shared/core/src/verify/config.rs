@@ -20,9 +20,12 @@ pub struct VerifyConfig {
     /// [0, 1]; `revenue` has no default because its scale is the tenant's own.
     pub business_metrics: BTreeMap<String, MetricRange>,
     /// A judge reporting less confidence than this abstains, leaving the reward to the
-    /// rule-based verifiers. Default 0.5.
+    /// rule-based verifiers. In [0, 1]; default 0.5.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub judge_min_confidence: f64,
-    /// Names of automated checks whose failure is a safety violation. Default `["safety"]`.
+    /// Names (not empty) of automated checks whose failure is a safety violation. Default
+    /// `["safety"]`.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub safety_checks: Vec<String>,
     /// Reward thresholds of positive and negative examples.
     pub examples: ExampleThresholds,
@@ -79,10 +82,11 @@ impl VerifyConfig {
 pub struct MetricRange {
     /// The raw value scored 0 (and anything below it).
     pub min: f64,
-    /// The raw value scored 1 (and anything above it).
+    /// The raw value scored 1 (and anything above it): greater than `min`.
     pub max: f64,
-    /// Relative weight among the metrics of one request. Default 1.
+    /// Relative weight among the metrics of one request, > 0. Default 1.
     #[serde(default = "one")]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0))]
     pub weight: f64,
 }
 
@@ -123,9 +127,11 @@ impl MetricRange {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExampleThresholds {
-    /// Default 0.7.
+    /// In (0, 1] and above `negative`; default 0.7.
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0, maximum = 1))]
     pub positive: f64,
-    /// Default 0.3.
+    /// In [0, 1) and below `positive`; default 0.3.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, exclusive_maximum = 1))]
     pub negative: f64,
 }
 

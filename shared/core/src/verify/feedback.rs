@@ -17,12 +17,14 @@ const DISAGREEING_CONFIDENCE: f64 = 0.4;
 const AGREEMENT: f64 = 0.5;
 
 /// Feedback from the user. Evidence: `{thumbs_up, rating, has_text}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserFeedback {
     /// Thumbs up (true) or down (false).
     pub thumbs_up: Option<bool>,
     /// A rating from 1 to 5.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 5))]
     pub rating: Option<u8>,
     /// Free text; kept by the caller, not scored.
     pub text: Option<String>,

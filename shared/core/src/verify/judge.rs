@@ -10,16 +10,18 @@ use super::{InvalidInput, Outcome, VerifyConfig, finite, unit};
 const VERSION: &str = "judge@1";
 
 /// A judge's verdict. Evidence: `{scale_min, scale_max, model, rationale}`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Judge {
-    /// The score, within `[scale_min, scale_max]`.
+    /// The score, within `[scale_min, scale_max]` (by default [0, 1]).
     pub score: f64,
-    /// Bottom of the scale; default 0.
+    /// Bottom of the scale; default 0. Below `scale_max`.
     pub scale_min: Option<f64>,
-    /// Top of the scale; default 1.
+    /// Top of the scale; default 1. Above `scale_min`.
     pub scale_max: Option<f64>,
     /// The judge's confidence in [0, 1].
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 1))]
     pub confidence: f64,
     /// Why the judge scored as it did.
     pub rationale: Option<String>,

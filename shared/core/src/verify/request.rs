@@ -10,6 +10,10 @@ use super::{
 
 /// One verification request, tagged by `method`. Every variant also accepts
 /// `safety_violation: bool` (default false), which marks the outcome.
+///
+/// Its OpenAPI schema (the `openapi` module below) is written by hand: utoipa would combine
+/// each variant's schema, which refuses unknown fields, with a separate `method`, and no object
+/// satisfies both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", rename_all = "snake_case")]
 pub enum Request {
@@ -101,6 +105,119 @@ impl Method {
 impl std::fmt::Display for Method {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The document's `VerificationRequest`: one of the methods' schemas, each its request type's
+/// with the `method` property added, as serde reads the tag.
+#[cfg(feature = "openapi")]
+mod openapi {
+    use std::borrow::Cow;
+
+    use utoipa::openapi::schema::{Discriminator, ObjectBuilder, OneOfBuilder, Schema, Type};
+    use utoipa::openapi::{Ref, RefOr};
+    use utoipa::{PartialSchema, ToSchema};
+
+    use super::{
+        AnswerMatch, AutomatedCheck, BusinessMetrics, CodeAnalysis, Judge, Method, Request,
+        TestExecution, UserFeedback,
+    };
+
+    type Schemas = Vec<(String, RefOr<Schema>)>;
+    /// Adds a method's schemas (see [`add`]).
+    type AddSchemas = fn(Method, &mut Schemas);
+
+    /// The component name of a method's schema, e.g. `UserFeedbackVerification`.
+    fn name<T: ToSchema>() -> String {
+        format!("{}Verification", T::name())
+    }
+
+    /// Every method: its wire name, its schema's name, and [`add`] for its request type.
+    fn methods() -> [(Method, String, AddSchemas); 7] {
+        [
+            (
+                Method::UserFeedback,
+                name::<UserFeedback>(),
+                add::<UserFeedback>,
+            ),
+            (
+                Method::TestExecution,
+                name::<TestExecution>(),
+                add::<TestExecution>,
+            ),
+            (
+                Method::CodeAnalysis,
+                name::<CodeAnalysis>(),
+                add::<CodeAnalysis>,
+            ),
+            (
+                Method::BusinessMetrics,
+                name::<BusinessMetrics>(),
+                add::<BusinessMetrics>,
+            ),
+            (
+                Method::AutomatedCheck,
+                name::<AutomatedCheck>(),
+                add::<AutomatedCheck>,
+            ),
+            (
+                Method::AnswerMatch,
+                name::<AnswerMatch>(),
+                add::<AnswerMatch>,
+            ),
+            (Method::Judge, name::<Judge>(), add::<Judge>),
+        ]
+    }
+
+    /// Adds `T`'s schema with a required `method` whose only value is `method`, and the
+    /// schemas it refers to.
+    fn add<T: ToSchema>(method: Method, schemas: &mut Schemas) {
+        let RefOr::T(Schema::Object(mut object)) = T::schema() else {
+            panic!("{}: a request type's schema is an object", T::name());
+        };
+        object.properties.insert(
+            "method".to_owned(),
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some([method.as_str()]))
+                .into(),
+        );
+        object.required.insert(0, "method".to_owned());
+        schemas.push((name::<T>(), object.into()));
+        T::schemas(schemas);
+    }
+
+    impl PartialSchema for Request {
+        fn schema() -> RefOr<Schema> {
+            let methods = methods();
+            let mapping = methods.iter().map(|(method, name, _)| {
+                (
+                    method.as_str().to_owned(),
+                    format!("#/components/schemas/{name}"),
+                )
+            });
+            let mut one_of = OneOfBuilder::new()
+                .description(Some(
+                    "The verifier `method` names and its parameters (docs/rewards.md).",
+                ))
+                .discriminator(Some(Discriminator::with_mapping("method", mapping)));
+            for (_, name, _) in methods {
+                one_of = one_of.item(Ref::from_schema_name(name));
+            }
+            one_of.into()
+        }
+    }
+
+    impl ToSchema for Request {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("VerificationRequest")
+        }
+
+        fn schemas(schemas: &mut Schemas) {
+            for (method, _, add) in methods() {
+                add(method, schemas);
+            }
+        }
     }
 }
 

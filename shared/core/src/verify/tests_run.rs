@@ -21,14 +21,17 @@ const JUNIT_VERSION: &str = "test_execution/junit@1";
 /// Evidence for counts: `{passed, total}`. For a report: `{passed, failed, errored, skipped,
 /// total, suites, suite_errors, declared, declared_mismatch}` where `declared` holds the
 /// report's own (untrusted) totals.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestExecution {
-    /// Tests that passed.
+    /// Tests that passed: at most `tests_total`, and given with it (the two counts, or
+    /// `junit_xml`, not both).
     pub tests_passed: Option<u64>,
-    /// Tests that ran.
+    /// Tests that ran: given with `tests_passed` (the two counts, or `junit_xml`, not both).
     pub tests_total: Option<u64>,
-    /// A JUnit XML report.
+    /// A JUnit XML report that parses (a 400 gives the position where it does not); instead
+    /// of `tests_passed` and `tests_total`.
     pub junit_xml: Option<String>,
     /// Marks the outcome as a safety violation.
     #[serde(default)]
