@@ -506,6 +506,7 @@ mod tests {
     use utoipa::PartialSchema;
 
     use super::*;
+    use agentrl_testkit::schema::bounds_hold;
 
     /// `T`'s schema as the document serves it.
     fn schema<T: PartialSchema>() -> Value {
@@ -602,45 +603,19 @@ mod tests {
             (&small, &["adaptive", "window"], &adaptive),
             (&small, &["adaptive", "floor_tokens"], &adaptive),
         ];
-        let accepted = |body: &Value, path: &[&str], value: f64, integer: bool| {
+        let accepted = |body: &Value, path: &[&str], value: Value| {
             let mut body = body.clone();
             let mut at = &mut body;
             for key in path {
                 at = &mut at[*key];
             }
-            *at = if integer {
-                json!(value as i64)
-            } else {
-                json!(value)
-            };
+            *at = value;
             serde_json::from_value::<BudgetConfigBody>(body)
                 .ok()
                 .is_some_and(|b| b.into_domain().is_ok())
         };
         for (body, path, schema) in cases {
-            let field = &schema["properties"][*path.last().unwrap()];
-            let integer = field["type"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("integer"));
-            let step = if integer { 1.0 } else { 1e-9 };
-            for (bound, inside, outside) in [
-                ("minimum", 0.0, -step),
-                ("maximum", 0.0, step),
-                ("exclusiveMinimum", step, 0.0),
-            ] {
-                let Some(b) = field[bound].as_f64() else {
-                    continue;
-                };
-                assert!(
-                    accepted(body, path, b + inside, integer),
-                    "{path:?} {bound} {b}"
-                );
-                assert!(
-                    !accepted(body, path, b + outside, integer),
-                    "{path:?} past {bound} {b}"
-                );
-            }
+            bounds_hold(schema, path.last().unwrap(), |v| accepted(body, path, v));
         }
     }
 

@@ -1,11 +1,13 @@
 //! Test support shared by the crates' tests and benches (a dev-dependency only, so none of
 //! it ships in a Lambda binary): where the test venv's Python is, and how to send the API
 //! Gateway fixtures of `events/` through a function's router as the Lambda runtime would,
-//! and a scripted OpenAI-compatible server standing in for a model provider.
+//! a scripted OpenAI-compatible server standing in for a model provider, and checks that a
+//! schema's bounds are its validator's.
 #![deny(missing_docs)]
 
 mod apigw;
 pub mod chat;
+pub mod schema;
 
 use std::path::PathBuf;
 
