@@ -16,15 +16,42 @@ use crate::{
     sessions::{Measured, NewSession},
 };
 
+/// Latest contribution time accepted, in epoch milliseconds: the end of year 9999.
+const MAX_TIMESTAMP_MS: u64 = 253_402_300_799_999;
+
 /// Task ids that would collide with a literal route under `/v1/attributions/`.
 const RESERVED_TASK_IDS: [&str; 2] = ["stats", "sessions"];
 
 /// `"linear"`, `"exponential"`, `"sigmoid"`, or an object with `kind` and parameters.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, ToSchema, PartialEq)]
 #[serde(untagged)]
 pub(crate) enum StrategyBody {
     Name(StrategyName),
     Params(Strategy),
+}
+
+/// serde reads an internally tagged variant from its index as well as its name, so
+/// `{"kind": 0}` would be `linear`; the document says `kind` is a name, and only a name is.
+impl<'de> Deserialize<'de> for StrategyBody {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Name(StrategyName),
+            Params(Strategy),
+        }
+        let value = serde_json::Value::deserialize(d)?;
+        if value.get("kind").is_some_and(|kind| !kind.is_string()) {
+            return Err(D::Error::custom(
+                "kind must be linear, exponential or sigmoid",
+            ));
+        }
+        match Wire::deserialize(value).map_err(D::Error::custom)? {
+            Wire::Name(name) => Ok(Self::Name(name)),
+            Wire::Params(params) => Ok(Self::Params(params)),
+        }
+    }
 }
 
 impl Default for StrategyBody {
@@ -421,7 +448,8 @@ pub(crate) struct ContributionBody {
     /// How much the change matters (0 to 1 000 000, default 1).
     #[schema(minimum = 0, maximum = 1_000_000)]
     pub impact_multiplier: Option<f64>,
-    /// When, in epoch milliseconds (default now).
+    /// When, in epoch milliseconds (default now; at most 253402300799999, the end of 9999).
+    #[schema(maximum = 253_402_300_799_999_u64)]
     pub timestamp_ms: Option<u64>,
 }
 
@@ -452,6 +480,12 @@ impl TryFrom<ContributionBody> for NewContribution {
         }
         if !(body.effort_ratio.is_finite() && body.effort_ratio > 0.0) {
             return Err(FieldError::new("effort_ratio", "must be finite and > 0"));
+        }
+        if body.timestamp_ms.is_some_and(|t| t > MAX_TIMESTAMP_MS) {
+            return Err(FieldError::new(
+                "timestamp_ms",
+                format!("must be at most {MAX_TIMESTAMP_MS} (the end of year 9999)"),
+            ));
         }
         if let Some(m) = body.impact_multiplier
             && !(0.0..=MAX_IMPACT_MULTIPLIER).contains(&m)
@@ -723,6 +757,7 @@ mod tests {
         assert_eq!(e.field, "strategy.temperature");
         assert!(serde_json::from_str::<StrategyBody>(r#""cubic""#).is_err());
         assert!(serde_json::from_str::<StrategyBody>(r#"{"kind":"linear","x":1}"#).is_err());
+        assert!(serde_json::from_str::<StrategyBody>(r#"{"kind":0}"#).is_err());
         let out = serde_json::to_value(Strategy::Sigmoid {
             steepness: 1.0,
             midpoint: 0.0,

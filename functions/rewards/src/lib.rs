@@ -202,6 +202,27 @@ mod tests {
         Regex::new(property["pattern"].as_str().expect("a pattern")).expect("compiles")
     }
 
+    /// Counts are bounded where the document says: an unbounded `u64` would pass values past
+    /// the `int64` the document's integers are.
+    #[test]
+    fn execution_counts_are_bounded_as_documented() {
+        let doc = document();
+        let body = &doc["components"]["schemas"]["CreateExecutionBody"];
+        for field in ["tokens_used", "latency_ms"] {
+            assert_eq!(
+                body["properties"][field]["maximum"],
+                wire::MAX_COUNT,
+                "{field}"
+            );
+            bounds_hold(body, field, |v| {
+                let mut execution = json!({"agent_id": "a", "input": "", "output": ""});
+                execution[field] = v;
+                serde_json::from_value::<wire::CreateExecutionBody>(execution)
+                    .is_ok_and(|b| executions::NewExecution::try_from(b).is_ok())
+            });
+        }
+    }
+
     #[test]
     fn text_limits_are_the_constants() {
         let doc = document();

@@ -20,6 +20,10 @@ const MAX_ID: usize = 128;
 /// or let multi-byte text past the item limit.
 pub(crate) const MAX_TEXT_BYTES: usize = 160 * 1024;
 
+/// Largest token count or latency (ms) of an execution: far past any real one, and exact in
+/// a DynamoDB number and in the `int64` the document's integers are.
+pub(crate) const MAX_COUNT: u64 = 1 << 40;
+
 /// `POST /v1/executions`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -37,8 +41,9 @@ pub(crate) struct CreateExecutionBody {
     /// What it answered: the completion of a training example (at most 163 840 bytes of UTF-8).
     #[schema(max_length = 163_840)]
     pub output: String,
-    /// Tokens it used.
+    /// Tokens it used (at most 2^40).
     #[serde(default)]
+    #[schema(maximum = 1_099_511_627_776_u64)]
     pub tokens_used: Option<u64>,
     /// What it cost, in the tenant's currency.
     #[serde(default)]
@@ -47,8 +52,9 @@ pub(crate) struct CreateExecutionBody {
     /// How it ended.
     #[serde(default)]
     pub status: RunStatus,
-    /// How long it ran.
+    /// How long it ran (at most 2^40 ms).
     #[serde(default)]
+    #[schema(maximum = 1_099_511_627_776_u64)]
     pub latency_ms: Option<u64>,
 }
 
@@ -75,6 +81,17 @@ impl TryFrom<CreateExecutionBody> for NewExecution {
         check_id("agent_id", &body.agent_id)?;
         if let Some(v) = &body.agent_version {
             check_id("agent_version", v)?;
+        }
+        for (field, count) in [
+            ("tokens_used", body.tokens_used),
+            ("latency_ms", body.latency_ms),
+        ] {
+            if count.is_some_and(|n| n > MAX_COUNT) {
+                return Err(ApiError::invalid(
+                    field,
+                    format!("must be at most {MAX_COUNT}"),
+                ));
+            }
         }
         for (field, text) in [("input", &body.input), ("output", &body.output)] {
             if text.len() > MAX_TEXT_BYTES {
