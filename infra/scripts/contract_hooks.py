@@ -56,6 +56,15 @@ def ordered(body, low, high):
         body[low], body[high] = body[high], body[low]
 
 
+def bracket(body, low, high, low_fill, high_fill):
+    """`low` <= `high`: a missing side gets its widest value, then the two are ordered."""
+    if present(body, low) and not present(body, high):
+        body[high] = high_fill
+    if present(body, high) and not present(body, low):
+        body[low] = low_fill
+    ordered(body, low, high)
+
+
 def training_run(body):
     # base_model and base_version are alternatives.
     if present(body, "base_model", "base_version"):
@@ -80,18 +89,10 @@ def budget_config(body):
     for tier in (body.get("tiers") or {}).values():
         if not isinstance(tier, dict):
             continue
-        if present(tier, "base_tokens") and not present(tier, "max_total_tokens"):
-            tier["max_total_tokens"] = MAX_TOKENS
-        if present(tier, "max_total_tokens") and not present(tier, "base_tokens"):
-            tier["base_tokens"] = 1
-        ordered(tier, "base_tokens", "max_total_tokens")
+        bracket(tier, "base_tokens", "max_total_tokens", 1, MAX_TOKENS)
     adaptive = body.get("adaptive")
     if isinstance(adaptive, dict):
-        if present(adaptive, "min_samples") and not present(adaptive, "window"):
-            adaptive["window"] = 10_000
-        if present(adaptive, "window") and not present(adaptive, "min_samples"):
-            adaptive["min_samples"] = 1
-        ordered(adaptive, "min_samples", "window")
+        bracket(adaptive, "min_samples", "window", 1, 10_000)
 
 
 def trajectory_config(body):
@@ -115,19 +116,11 @@ def learning_config(body):
         return
     epsilon = policy.get("epsilon")
     if isinstance(epsilon, dict):
-        if present(epsilon, "min") and not present(epsilon, "initial"):
-            epsilon["initial"] = 1.0
-        if present(epsilon, "initial") and not present(epsilon, "min"):
-            epsilon["min"] = 0.0
-        ordered(epsilon, "min", "initial")
+        bracket(epsilon, "min", "initial", 0.0, 1.0)
     bounds = [policy.get("default_bounds")] + list((policy.get("trait_bounds") or {}).values())
     for b in bounds:
         if isinstance(b, dict):
-            if present(b, "min") and not present(b, "max"):
-                b["max"] = 1.0
-            if present(b, "max") and not present(b, "min"):
-                b["min"] = 0.0
-            ordered(b, "min", "max")
+            bracket(b, "min", "max", 0.0, 1.0)
 
 
 def reward_config(body):
