@@ -145,6 +145,25 @@ async fn write_until_killed(
     }
 }
 
+/// Waits until `count` reports of `round` are acknowledged (at most 30 s).
+async fn wait_for_acknowledged(ledger: &Mutex<Ledger>, round: u64, count: u64) {
+    let prefix = format!("r{round}-");
+    for _ in 0..3000 {
+        let acknowledged = ledger
+            .lock()
+            .unwrap()
+            .reports
+            .iter()
+            .filter(|(id, (_, acked))| *acked && id.starts_with(&prefix))
+            .count() as u64;
+        if acknowledged >= count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("round {round}: fewer than {count} reports acknowledged within 30 s");
+}
+
 /// Re-sends everything not acknowledged; each must now be acknowledged.
 async fn resend_unacknowledged(server: &Server, budget: &str, ledger: &Mutex<Ledger>) {
     let http = client();
@@ -243,8 +262,10 @@ async fn every_acknowledged_write_counts_once_across_kill_9_restarts() {
                 ))
             })
             .collect();
-        // A different moment each round, from before the first write lands to well into them.
-        tokio::time::sleep(Duration::from_millis(20 + (round * 45) % 400)).await;
+        // A different moment each round, from before the first write lands to well into them,
+        // counted in acknowledged reports rather than time: a loaded machine can take longer
+        // than any fixed sleep to answer the first one.
+        wait_for_acknowledged(&ledger, round, (round * 7) % 40).await;
         server.child.kill().unwrap();
         server.child.wait().unwrap();
         for w in writers {
