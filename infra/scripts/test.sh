@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README and CI run it:
 #   formatting, clippy (warnings are errors), the SAM template checks (cfn-lint, sam validate,
-#   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), and the
+#   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), the API
+#   contract (schemathesis against `agentrl serve`, bounded by test cases, seed 1), and the
 #   README's main job (`agentrl demo`) as a smoke test.
 # Installs what it needs (Python tools into a cached virtualenv) and needs no standard input.
 set -euo pipefail
@@ -38,6 +39,9 @@ infra/scripts/lint-template.sh
 
 step "cargo test"
 cargo test --workspace --locked
+
+step "API contract: schemathesis, 20 cases per operation and phase, seed 1"
+infra/scripts/contract.sh --examples 20 --seed 1
 
 step "main job: agentrl demo"
 cargo run --quiet --locked -p agentrl -- demo >/dev/null

@@ -167,6 +167,9 @@ fn sampling_params(
     if !(target_error.is_finite() && target_error >= 0.0) {
         return Err(FieldError::new("target_error", "must be finite and ≥ 0"));
     }
+    if seed.is_some_and(|s| i64::try_from(s).is_err()) {
+        return Err(FieldError::new("seed", "must be at most 2^63 − 1"));
+    }
     let max_permutations = max_permutations.unwrap_or(DEFAULT_MAX_PERMUTATIONS);
     if !(min..=MAX_PERMUTATIONS).contains(&max_permutations) {
         return Err(FieldError::new(
@@ -206,7 +209,8 @@ pub(crate) struct CreateAttributionBody {
     /// Estimator (default `auto`).
     #[serde(default)]
     pub method: MethodBody,
-    /// Seed of the permutation streams (default 0).
+    /// Seed of the permutation streams: 0 to 2^63 − 1, OpenAPI's `int64` (default 0).
+    #[schema(maximum = 9_223_372_036_854_775_807_u64)]
     pub seed: Option<u64>,
     /// Stopping rule: max se ≤ target_error × max |φ̂| (≥ 0, default 0.01).
     #[schema(minimum = 0)]
@@ -352,7 +356,8 @@ pub(crate) struct CreateSessionBody {
     /// Reward shaping (default `"linear"`).
     #[serde(default)]
     pub strategy: StrategyBody,
-    /// Seed of the permutation streams (default 0).
+    /// Seed of the permutation streams: 0 to 2^63 − 1, OpenAPI's `int64` (default 0).
+    #[schema(maximum = 9_223_372_036_854_775_807_u64)]
     pub seed: Option<u64>,
     /// Stopping rule (≥ 0, default 0.01).
     #[schema(minimum = 0)]
@@ -686,7 +691,7 @@ mod tests {
 
         let base = json!({"task_id": "t", "agents": ["a", "b"], "total_reward": 1,
                           "contributions": {"a": 1, "b": 2}});
-        for field in ["total_reward", "target_error", "max_permutations"] {
+        for field in ["total_reward", "target_error", "max_permutations", "seed"] {
             bounds_hold(&attribution, field, |v| {
                 with(&base, field, v, |b| Job::from_body(b).is_ok())
             });
@@ -697,6 +702,7 @@ mod tests {
             "target_error",
             "max_permutations",
             "batch_size",
+            "seed",
         ] {
             bounds_hold(&session, field, |v| {
                 with(&base, field, v, |b: CreateSessionBody| {

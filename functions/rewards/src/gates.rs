@@ -34,6 +34,7 @@ pub(crate) struct GateCheckBody {
     pub task: Option<String>,
     /// Refinement rounds this artifact has been through already (0 on the first check).
     #[serde(default)]
+    #[schema(format = Int64, maximum = 4_294_967_295_u64)]
     pub refinements: u32,
 }
 

@@ -221,6 +221,16 @@ mod tests {
                     .is_ok_and(|b| executions::NewExecution::try_from(b).is_ok())
             });
         }
+        let tests = schema::<agentrl_core::verify::TestExecution>();
+        for field in ["tests_passed", "tests_total"] {
+            assert_eq!(tests["properties"][field]["maximum"], i64::MAX, "{field}");
+        }
+        bounds_hold(&schema::<gates::GateCheckBody>(), "refinements", |v| {
+            serde_json::from_value::<gates::GateCheckBody>(
+                json!({"artifact": "a", "refinements": v}),
+            )
+            .is_ok()
+        });
     }
 
     #[test]

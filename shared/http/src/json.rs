@@ -154,10 +154,12 @@ pub fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
     match value {
         Value::Number(n) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(f64::NAN);
-            // The bounds are exact powers of two, so the comparisons are exact in f64.
+            // The bounds are exact powers of two, so the comparisons are exact in f64. The lower
+            // one is open: an integer written just below −2^63 parses as the float −2^63, and
+            // must stay out of range rather than become `i64::MIN`.
             let integer = if f.fract() != 0.0 {
                 None
-            } else if (-(2f64.powi(63))..0.0).contains(&f) {
+            } else if f > -(2f64.powi(63)) && f < 0.0 {
                 Some(serde_json::Number::from(f as i64))
             } else if (0.0..2f64.powi(64)).contains(&f) {
                 Some(serde_json::Number::from(f as u64))
@@ -221,6 +223,14 @@ mod tests {
             let e = parse::<Body>(body).unwrap_err();
             assert_eq!(e.problem().field.as_deref(), Some("task.tokens"), "{e:?}");
         }
+        // Integers past an i64 that round to a float in range stay refused too.
+        #[derive(Debug, serde::Deserialize)]
+        struct Signed {
+            #[allow(dead_code)]
+            v: i64,
+        }
+        assert!(parse::<Signed>(br#"{"v": -9223372036854775809}"#).is_err());
+        assert!(parse::<Signed>(br#"{"v": -9223372036854775808}"#).is_ok());
         let e = parse::<Body>(br#"{"task": {"tokens": 1.0, "extra": 2.0}}"#).unwrap_err();
         assert!(e.problem().detail.contains("extra"), "{e:?}");
     }

@@ -41,7 +41,10 @@ pub struct InteractiveConfig {
     pub min_permutations: u64,
     /// Hard cap on permutations.
     pub max_permutations: u64,
-    /// Largest number of coalitions per proposed batch (at least one permutation is proposed).
+    /// Largest number of coalitions per proposed batch (at least one permutation is proposed),
+    /// and of permutations waiting on measurements: with few agents every coalition is soon
+    /// awaited, and without the second bound one batch would hold every permutation up to the
+    /// cap (a million pending permutations of five agents are 63 MB of state).
     pub batch_size: usize,
 }
 
@@ -209,11 +212,14 @@ impl InteractiveShapley {
         })
     }
 
-    /// The next coalitions to evaluate; empty when the session is finished or every permutation
-    /// up to the cap is proposed (then submit the [`outstanding`](Self::outstanding) ones).
+    /// The next coalitions to evaluate; empty when the session is finished, or when every
+    /// permutation up to the cap or `batch_size` permutations wait on measurements (then submit
+    /// the [`outstanding`](Self::outstanding) ones).
     pub fn propose(&mut self) -> Vec<Coalition> {
         let mut batch: Vec<Coalition> = Vec::new();
-        while self.status == SessionStatus::Running && self.proposed < self.config.max_permutations
+        while self.status == SessionStatus::Running
+            && self.proposed < self.config.max_permutations
+            && self.pending.len() < self.config.batch_size
         {
             let order = permutation(self.config.seed, self.proposed, self.n);
             let mut pending = PendingPermutation {
@@ -479,6 +485,30 @@ mod tests {
         assert_eq!(session.progress().permutations_proposed, 3);
         let tiny = InteractiveShapley::new(30, config(1)).unwrap().propose();
         assert_eq!(tiny.len(), 31, "at least one whole permutation");
+    }
+
+    #[test]
+    fn few_agents_and_a_high_cap_keep_the_pending_permutations_bounded() {
+        let table = random_table(5, 2);
+        let config = InteractiveConfig {
+            target_error: 0.0,
+            max_permutations: 999_999,
+            ..config(256)
+        };
+        let mut session = InteractiveShapley::new(5, config.clone()).unwrap();
+        let batch = session.propose();
+        assert_eq!(batch.len(), 32, "every coalition of five agents");
+        assert_eq!(session.progress().permutations_proposed, 256);
+        assert!(serde_json::to_vec(&session).unwrap().len() < 100_000);
+        let (progress, evaluations) = run(
+            &table,
+            InteractiveConfig {
+                max_permutations: 5_000,
+                ..config
+            },
+        );
+        assert_eq!(progress.permutations_completed, 5_000);
+        assert_eq!(evaluations, 32, "each coalition measured once");
     }
 
     #[test]

@@ -27,8 +27,11 @@ const JUNIT_VERSION: &str = "test_execution/junit@1";
 pub struct TestExecution {
     /// Tests that passed: at most `tests_total`, and given with it (the two counts, or
     /// `junit_xml`, not both).
+    #[cfg_attr(feature = "openapi", schema(maximum = 9_223_372_036_854_775_807_u64))]
     pub tests_passed: Option<u64>,
-    /// Tests that ran: given with `tests_passed` (the two counts, or `junit_xml`, not both).
+    /// Tests that ran, at most 2^63 − 1 (OpenAPI's `int64`): given with `tests_passed` (the
+    /// two counts, or `junit_xml`, not both).
+    #[cfg_attr(feature = "openapi", schema(maximum = 9_223_372_036_854_775_807_u64))]
     pub tests_total: Option<u64>,
     /// A JUnit XML report that parses (a 400 gives the position where it does not); instead
     /// of `tests_passed` and `tests_total`.
@@ -62,6 +65,9 @@ pub(super) fn verify(r: &TestExecution) -> Result<Outcome, InvalidInput> {
 }
 
 fn from_counts(passed: u64, total: u64) -> Result<Outcome, InvalidInput> {
+    if i64::try_from(total).is_err() {
+        return Err(InvalidInput::new("tests_total", "must be at most 2^63 − 1"));
+    }
     if passed > total {
         return Err(InvalidInput::new(
             "tests_passed",
@@ -177,6 +183,14 @@ mod tests {
                 .field,
             "tests_passed"
         );
+        let over_int64 = 1 << 63;
+        assert_eq!(
+            verify(&counts(Some(0), Some(over_int64)))
+                .expect_err("past int64")
+                .field,
+            "tests_total"
+        );
+        assert!(verify(&counts(Some(1), Some(over_int64 - 1))).is_ok());
     }
 
     #[test]
