@@ -275,3 +275,60 @@ async fn operation_ids_are_unique_and_creations_link_to_their_routes() {
     }
     s.stop().await;
 }
+
+/// Trajectories and learning events name the version of their shape: the current one, 0 and
+/// absent (the shape before versions) are read, a newer one is a 400 naming `schema_version`,
+/// in the document too.
+#[tokio::test]
+async fn bodies_are_read_by_their_schema_version() {
+    let s = spawn_stack().await;
+    let trajectory = |id: &str| {
+        json!({"trajectory_id": id, "agent_id": "coder-7", "conversation_id": id,
+               "turns": [{"role": "user", "content": "2 + 2?"}, {"role": "assistant", "content": "4"}]})
+    };
+    let event = |id: &str| {
+        json!({"event_id": id, "type": "feedback.created", "agent_id": "coder-7",
+               "user_id": "alice", "value": 0.5})
+    };
+    for version in [None, Some(0), Some(1), Some(2)] {
+        let suffix = version.map_or("absent".to_owned(), |v| v.to_string());
+        let mut t = trajectory(&format!("t-{suffix}"));
+        let mut e = event(&format!("e-{suffix}"));
+        if let Some(v) = version {
+            t["schema_version"] = v.into();
+            e["schema_version"] = v.into();
+        }
+        let answers = [
+            (
+                s.a("POST", "/v1/trajectories", Some(&t)).await,
+                "schema_version",
+            ),
+            (s.a("POST", "/v1/events", Some(&e)).await, "schema_version"),
+            (
+                s.a("POST", "/v1/events", Some(&json!([e]))).await,
+                "[0].schema_version",
+            ),
+        ];
+        for ((status, body), field) in answers {
+            if version == Some(2) {
+                assert_eq!(status, 400, "{body}");
+                assert_eq!(body["field"], field, "{body}");
+                assert!(
+                    body["detail"].as_str().unwrap().contains(
+                        "schema_version 2 is not supported: this reader takes versions 0 to 1"
+                    ),
+                    "{body}"
+                );
+            } else {
+                assert_eq!(status, 202, "version {version:?}: {body}");
+            }
+        }
+    }
+    let (_, doc) = s.a("GET", "/openapi.json", None).await;
+    let declared = &doc["components"]["schemas"]["SchemaVersion"];
+    assert_eq!(
+        (&declared["minimum"], &declared["maximum"]),
+        (&json!(0), &json!(1)),
+        "{declared}"
+    );
+}

@@ -15,10 +15,12 @@ pub mod judge;
 pub mod kpi;
 pub mod learning;
 pub mod privacy;
+pub mod schema_version;
 pub mod tenant;
 pub mod training;
 pub mod trajectory;
 pub mod verify;
 
 pub use field_error::FieldError;
+pub use schema_version::SchemaVersion;
 pub use tenant::{TenantId, TenantIdError};

@@ -152,3 +152,52 @@ async fn every_envelope_version_is_read_or_parked_with_its_reason() {
         );
     }
 }
+
+#[tokio::test]
+async fn every_body_schema_version_is_read_or_parked_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::embedded(dir.path()).unwrap();
+    let mut bodies = Vec::new();
+    for version in [0, 1, 2] {
+        let trajectory = json!({"schema_version": version, "trajectory_id": format!("t-s{version}"),
+            "agent_id": "coder-7", "conversation_id": "c",
+            "turns": [{"role": "user", "content": "2 + 2?"}, {"role": "assistant", "content": "4"}]});
+        let event = json!({"schema_version": version, "event_id": format!("f-s{version}"),
+            "type": "feedback.created", "agent_id": "coder-7", "user_id": "alice",
+            "occurred_at_ms": NOON, "value": 0.8});
+        bodies.push(json!({"version": 1, "tenant": "tenant-a", "received_at_ms": NOON, "trajectory": trajectory}).to_string());
+        bodies.push(
+            json!({"version": 1, "tenant": "tenant-a", "received_at_ms": NOON, "event": event})
+                .to_string(),
+        );
+    }
+    stores.queue.send_batch(&bodies).await.unwrap();
+    assert_eq!(drain_once(&stores).await, 6);
+
+    let mut ids = std::collections::BTreeSet::new();
+    for meta in stores.objects.list("trajectories/").await.unwrap() {
+        let bytes = stores.objects.get(&meta.path).await.unwrap().unwrap();
+        for row in agentrl_turns::read_turns(bytes).unwrap() {
+            ids.insert(row.unwrap().trajectory_id);
+        }
+    }
+    assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["t-s0", "t-s1"]);
+    let tenant = TenantId::parse("tenant-a").unwrap();
+    let policy =
+        agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
+    let update = policy.update(&tenant, "coder-7").await.unwrap();
+    assert!(
+        update.is_some(),
+        "the two readable events reached the projection"
+    );
+    let dead = stores.queue.dead_letters(10).await.unwrap();
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    for d in &dead {
+        assert!(d.body.contains("\"schema_version\":2"), "{d:?}");
+        assert!(
+            d.reason.contains("schema_version 2 is not supported"),
+            "{}",
+            d.reason
+        );
+    }
+}

@@ -29,6 +29,9 @@ const NO_CONTROL_CHARS: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
 #[cfg_attr(feature = "openapi", schema(as = LearningEvent))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
+    /// The version of this body's shape (absent: the shape before versions, read the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<crate::SchemaVersion>,
     /// Unique id; the deduplication key.
     #[cfg_attr(
         feature = "openapi",
@@ -407,6 +410,7 @@ mod tests {
 
     fn event(body: EventBody) -> Event {
         Event {
+            schema_version: None,
             event_id: "e1".into(),
             agent_id: "a1".into(),
             user_id: "u1".into(),

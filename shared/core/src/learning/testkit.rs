@@ -17,6 +17,7 @@ const DAY_MS: i64 = 86_400_000;
 
 fn event(id: &str, at: i64, body: EventBody) -> Event {
     Event {
+        schema_version: None,
         event_id: id.into(),
         agent_id: "agent".into(),
         user_id: "user".into(),

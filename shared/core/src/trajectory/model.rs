@@ -15,6 +15,9 @@ use serde::{Deserialize, Deserializer, Serialize, de};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Trajectory {
+    /// The version of this body's shape (absent: the shape before versions, read the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<crate::SchemaVersion>,
     /// The episode's id; a redelivery carries the same id.
     #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub trajectory_id: String,

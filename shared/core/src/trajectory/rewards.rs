@@ -476,6 +476,7 @@ mod tests {
 
     fn trajectory(turns: Vec<Turn>) -> Trajectory {
         Trajectory {
+            schema_version: None,
             trajectory_id: "t".into(),
             agent_id: "a".into(),
             conversation_id: "c".into(),

@@ -300,6 +300,7 @@ mod tests {
         a.behavior_logprobs = Some(vec![-0.1, 0.0, -3.0]);
         a.tokenizer = Some("Qwen/Qwen2.5-7B@abc".into());
         Trajectory {
+            schema_version: Some(crate::SchemaVersion::CURRENT),
             trajectory_id: "traj-1".into(),
             agent_id: "agent:alpha".into(),
             conversation_id: "conv/1".into(),
