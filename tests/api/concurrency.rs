@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{Stack, spawn_aws_stack, spawn_stack};
 
-async fn hammer(s: &Stack, reporters: usize, each: usize) {
+pub(crate) async fn hammer(s: &Stack, reporters: usize, each: usize) {
     let b = s
         .create(
             "Refactor the storage layer to remove the race condition",

@@ -34,9 +34,14 @@ pub async fn spawn_stack_in(dir: &Path) -> Stack {
 }
 
 pub async fn spawn_aws_stack() -> Stack {
+    spawn_on(agentrl_tests::aws_stores().await).await
+}
+
+/// The stack on `stores` (AWS adapters through a fault proxy, say).
+pub async fn spawn_on(stores: Stores) -> Stack {
     let dir = tempfile::tempdir().unwrap();
     let launch = stand_in_trainer(dir.path());
-    spawn_launching(agentrl_tests::aws_stores().await, Some(dir), launch).await
+    spawn_launching(stores, Some(dir), launch).await
 }
 
 /// The stack on `stores`, its training jobs started by `launcher`.

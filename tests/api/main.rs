@@ -6,6 +6,7 @@ mod batch;
 mod budgets;
 mod concurrency;
 mod evaluations;
+mod faults;
 mod helpers;
 mod idempotency;
 mod isolation;

@@ -11,6 +11,8 @@ use agentrl_store::{
 };
 use tempfile::TempDir;
 
+pub mod fault_proxy;
+
 /// Deliveries before redrive in the conformance suite (small, to keep the tests short).
 pub const TEST_MAX_RECEIVES: u32 = 2;
 
@@ -151,6 +153,17 @@ pub async fn aws_stores_on() -> (Stores, AwsSettings, AwsResources) {
     let (settings, r) = aws_resources(agentrl_store::MAX_RECEIVES).await;
     let stores = Stores::aws(&settings, &r).await.expect("aws stores");
     (stores, settings, r)
+}
+
+/// A full AWS store set on fresh moto resources whose clients talk to `endpoint` (a
+/// [`fault_proxy::FaultProxy`] in front of moto), and one on the same resources talking to moto
+/// directly, for checks that must not meet the faults.
+pub async fn aws_stores_through(endpoint: &str) -> (Stores, Stores) {
+    let (direct, _, r) = aws_stores_on().await;
+    let through = Stores::aws(&AwsSettings::emulator(endpoint), &r)
+        .await
+        .expect("aws stores");
+    (through, direct)
 }
 
 /// A compute environment, a job queue and a job definition in moto (jobs "run" without
