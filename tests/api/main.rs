@@ -12,6 +12,7 @@ mod idempotency;
 mod isolation;
 mod kpis;
 mod learning;
+mod limits;
 mod plumbing;
 mod rewards;
 mod training;
