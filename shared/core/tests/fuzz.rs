@@ -3,9 +3,11 @@
 //! panics. Bounded for CI (`PROPTEST_CASES` raises it for a long run; docs/reliability.md).
 
 use agentrl_core::{
-    judge::reply,
-    learning::Event,
-    trajectory::{Trajectory, schema},
+    attribution::{CoalitionTable, exact_shapley},
+    budget::BudgetConfig,
+    judge::{JudgeConfig, reply},
+    learning::{Event, LearningConfig},
+    trajectory::{Trajectory, TurnRewardWeights, schema},
     verify::{self, CodeAnalysis, Context, Request, VerifyConfig, junit},
 };
 use proptest::prelude::*;
@@ -84,6 +86,26 @@ fn json() -> impl Strategy<Value = Value> {
                     "occurred_at_ms",
                     "user_id",
                     "final_outcome",
+                    // Config bodies.
+                    "base_tokens",
+                    "max_total_tokens",
+                    "tiers",
+                    "adaptive",
+                    "hard_ceiling_tokens",
+                    "policy",
+                    "epsilon",
+                    "update_threshold",
+                    "trait_bounds",
+                    "judge_min_confidence",
+                    "business_metrics",
+                    "examples",
+                    "timeout_ms",
+                    "max_retries",
+                    "gates",
+                    "prices",
+                    "information_gain",
+                    "format",
+                    "progress",
                     "x",
                 ])
                 .prop_map(str::to_owned),
@@ -165,6 +187,83 @@ proptest! {
     fn learning_events(doc in json()) {
         if let Ok(e) = serde_json::from_value::<Event>(doc) {
             let _ = e.validate();
+        }
+    }
+
+    #[test]
+    fn config_bodies(doc in json()) {
+        if let Ok(c) = serde_json::from_value::<BudgetConfig>(doc.clone()) {
+            let _ = c.validate();
+        }
+        if let Ok(c) = serde_json::from_value::<LearningConfig>(doc.clone()) {
+            let _ = c.validate();
+        }
+        if let Ok(c) = serde_json::from_value::<JudgeConfig>(doc.clone()) {
+            let _ = c.validate();
+        }
+        if let Ok(c) = serde_json::from_value::<VerifyConfig>(doc.clone()) {
+            let _ = c.validate();
+        }
+        if let Ok(w) = serde_json::from_value::<TurnRewardWeights>(doc) {
+            let _ = w.validate();
+        }
+    }
+
+    /// Coalition tables as callers list them: members by index (out of range, repeated, any
+    /// order), coalitions missing or given twice. A table that builds has Shapley values that
+    /// share out exactly v(N) − v(∅).
+    #[test]
+    fn coalition_tables(
+        n in 0usize..7,
+        entries in prop::collection::vec(
+            (prop::collection::vec(0usize..8, 0..7), -1e6f64..1e6),
+            0..140,
+        ),
+    ) {
+        if let Ok(table) = CoalitionTable::from_members(n, entries) {
+            let shares: f64 = exact_shapley(&table).shapley.iter().sum();
+            let full = table.value_of((1u32 << n) - 1) - table.value_of(0);
+            prop_assert!((shares - full).abs() <= 1e-6 * (1.0 + full.abs()), "{shares} vs {full}");
+        }
+    }
+
+    /// Complete tables listed in any order, members in any order, then maybe damaged: an
+    /// entry dropped (an incomplete table is refused) or repeated (refused as given twice).
+    #[test]
+    fn complete_coalition_tables(
+        n in 1usize..7,
+        values in prop::collection::vec(-1e6f64..1e6, 64),
+        order in any::<u64>(),
+        damage in 0u8..3,
+    ) {
+        use rand::{SeedableRng, seq::SliceRandom};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(order);
+        let mut entries: Vec<(Vec<usize>, f64)> = (1u32..1 << n)
+            .map(|mask| {
+                let mut members: Vec<usize> = (0..n).filter(|i| mask & (1 << i) != 0).collect();
+                members.shuffle(&mut rng);
+                (members, values[mask as usize])
+            })
+            .collect();
+        entries.shuffle(&mut rng);
+        match damage {
+            0 => {
+                let table = CoalitionTable::from_members(n, entries.clone());
+                prop_assert!(table.is_ok(), "{table:?}");
+                let table = table.unwrap();
+                let shares: f64 = exact_shapley(&table).shapley.iter().sum();
+                let full = values[(1usize << n) - 1];
+                prop_assert!((shares - full).abs() <= 1e-6 * (1.0 + full.abs()), "{shares} vs {full}");
+            }
+            1 => {
+                entries.pop();
+                prop_assert!(CoalitionTable::from_members(n, entries).is_err());
+            }
+            _ => {
+                let again = entries[0].clone();
+                entries.push(again);
+                prop_assert!(CoalitionTable::from_members(n, entries).is_err());
+            }
         }
     }
 

@@ -59,6 +59,10 @@ pub enum TurnsError {
         /// The column name.
         column: String,
     },
+    /// The Parquet decoder gave up on a damaged file by panicking (its metadata names byte
+    /// ranges past the end of the file, say); the panic's message.
+    #[error("the Parquet file is damaged: {0}")]
+    Damaged(String),
     /// Parquet encoding, decoding or I/O failed.
     #[error("Parquet read or write failed")]
     Parquet(#[from] ParquetError),

@@ -16,7 +16,8 @@ const BATCH_ROWS: usize = 4096;
 /// Iterator over the rows of a turn table, decoding one record batch at a time.
 #[derive(Debug)]
 pub struct TurnReader {
-    batches: ParquetRecordBatchReader,
+    /// `None` once the decoder panicked on a damaged file: nothing more is read from it.
+    batches: Option<ParquetRecordBatchReader>,
     rows: std::vec::IntoIter<TurnRow>,
 }
 
@@ -30,7 +31,7 @@ pub struct TurnReader {
 /// [`TurnsError::ColumnCount`] / [`TurnsError::ColumnMismatch`] when the columns differ from
 /// that version's, [`TurnsError::Parquet`] when `data` is not Parquet at all.
 pub fn read_turns<T: ChunkReader + 'static>(data: T) -> Result<TurnReader, TurnsError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(data)?;
+    let builder = unpanicked(|| ParquetRecordBatchReaderBuilder::try_new(data))??;
     let version = builder
         .metadata()
         .file_metadata()
@@ -45,8 +46,26 @@ pub fn read_turns<T: ChunkReader + 'static>(data: T) -> Result<TurnReader, Turns
     }
     check_columns(builder.schema())?;
     Ok(TurnReader {
-        batches: builder.with_batch_size(BATCH_ROWS).build()?,
+        batches: Some(unpanicked(|| builder.with_batch_size(BATCH_ROWS).build())??),
         rows: Vec::new().into_iter(),
+    })
+}
+
+/// Runs a step of the Parquet decoder, turning a panic into [`TurnsError::Damaged`].
+///
+/// The `parquet` crate asserts on some inconsistencies of a damaged file instead of returning
+/// an error (a column chunk whose byte range runs past the file, found by
+/// `tests/fuzz.rs`), and a stored object can be damaged. The closure is unwind safe in
+/// effect: on a panic, whatever it borrowed mutably is never used again (the builder is
+/// consumed; [`TurnReader`] drops its decoder and ends).
+fn unpanicked<R>(step: impl FnOnce() -> R) -> Result<R, TurnsError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).map_err(|panic| {
+        let reason = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the decoder panicked".to_owned());
+        TurnsError::Damaged(reason)
     })
 }
 
@@ -58,9 +77,15 @@ impl Iterator for TurnReader {
             if let Some(row) = self.rows.next() {
                 return Some(Ok(row));
             }
-            let decoded = match self.batches.next()? {
-                Ok(batch) => decode(&batch),
-                Err(err) => Err(err.into()),
+            let batches = self.batches.as_mut()?;
+            let decoded = match unpanicked(|| batches.next()) {
+                Ok(None) => return None,
+                Ok(Some(Ok(batch))) => decode(&batch),
+                Ok(Some(Err(err))) => Err(err.into()),
+                Err(damaged) => {
+                    self.batches = None;
+                    Err(damaged)
+                }
             };
             match decoded {
                 Ok(rows) => self.rows = rows.into_iter(),
@@ -381,6 +406,7 @@ mod tests {
         let batch = read_turns(write(&rows, 10))
             .expect("opens")
             .batches
+            .expect("a decoder")
             .next()
             .expect("one batch")
             .expect("decodes");
