@@ -35,6 +35,18 @@ async fn drain_once(stores: &Stores) -> usize {
         .unwrap()
 }
 
+/// The trajectory ids in the turn table, in order.
+async fn turn_table_ids(stores: &Stores) -> Vec<String> {
+    let mut ids = std::collections::BTreeSet::new();
+    for meta in stores.objects.list("trajectories/").await.unwrap() {
+        let bytes = stores.objects.get(&meta.path).await.unwrap().unwrap();
+        for row in agentrl_turns::read_turns(bytes).unwrap() {
+            ids.insert(row.unwrap().trajectory_id);
+        }
+    }
+    ids.into_iter().collect()
+}
+
 #[tokio::test]
 async fn a_mixed_batch_reaches_both_workers() {
     let dir = tempfile::tempdir().unwrap();
@@ -129,14 +141,7 @@ async fn every_envelope_version_is_read_or_parked_with_its_reason() {
     stores.queue.send_batch(&bodies).await.unwrap();
     assert_eq!(drain_once(&stores).await, 6);
 
-    let mut ids = std::collections::BTreeSet::new();
-    for meta in stores.objects.list("trajectories/").await.unwrap() {
-        let bytes = stores.objects.get(&meta.path).await.unwrap().unwrap();
-        for row in agentrl_turns::read_turns(bytes).unwrap() {
-            ids.insert(row.unwrap().trajectory_id);
-        }
-    }
-    assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["t-v0", "t-v1"]);
+    assert_eq!(turn_table_ids(&stores).await, ["t-v0", "t-v1"]);
     let tenant = TenantId::parse("tenant-a").unwrap();
     let policy =
         agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
@@ -174,14 +179,7 @@ async fn every_body_schema_version_is_read_or_parked_with_its_reason() {
     stores.queue.send_batch(&bodies).await.unwrap();
     assert_eq!(drain_once(&stores).await, 6);
 
-    let mut ids = std::collections::BTreeSet::new();
-    for meta in stores.objects.list("trajectories/").await.unwrap() {
-        let bytes = stores.objects.get(&meta.path).await.unwrap().unwrap();
-        for row in agentrl_turns::read_turns(bytes).unwrap() {
-            ids.insert(row.unwrap().trajectory_id);
-        }
-    }
-    assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["t-s0", "t-s1"]);
+    assert_eq!(turn_table_ids(&stores).await, ["t-s0", "t-s1"]);
     let tenant = TenantId::parse("tenant-a").unwrap();
     let policy =
         agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
