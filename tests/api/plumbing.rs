@@ -252,7 +252,11 @@ async fn operation_ids_are_unique_and_creations_link_to_their_routes() {
         let target = doc
             .pointer(pointer.trim_start_matches('#'))
             .unwrap_or_else(|| panic!("{from}: {pointer} is not in the document"));
-        for param in link["parameters"].as_object().unwrap().keys() {
+        for param in link["parameters"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.keys())
+        {
             let declared = target["parameters"]
                 .as_array()
                 .unwrap()
@@ -260,14 +264,37 @@ async fn operation_ids_are_unique_and_creations_link_to_their_routes() {
                 .any(|p| p["name"] == *param && p["in"] == "path");
             assert!(declared, "{from}: {pointer} has no path parameter {param}");
         }
+        // A body link names properties of the target's request body.
+        for field in link["requestBody"]
+            .as_object()
+            .into_iter()
+            .flat_map(|b| b.keys())
+        {
+            let body = &target["requestBody"]["content"]["application/json"]["schema"];
+            let schema = body["$ref"]
+                .as_str()
+                .map_or(body, |r| doc.pointer(r.trim_start_matches('#')).unwrap());
+            assert!(
+                schema["properties"].get(field).is_some(),
+                "{from}: the body of {pointer} has no {field}"
+            );
+        }
     }
+    let into_bodies = links
+        .iter()
+        .filter(|(_, l)| l["requestBody"].is_object())
+        .count();
+    assert_eq!(
+        into_bodies, 2,
+        "execution → evaluation, agent → training run"
+    );
     let linked = |from: &str| links.iter().filter(|(f, _)| f == from).count();
     for (from, at_least) in [
         ("post /v1/budgets 201", 3),
-        ("post /v1/executions 201", 3),
+        ("post /v1/executions 201", 4),
         ("post /v1/attributions 201", 1),
         ("post /v1/attributions/sessions 201", 2),
-        ("post /v1/agents 201", 5),
+        ("post /v1/agents 201", 6),
         ("post /v1/evaluations 202", 1),
         ("post /v1/training-runs 201", 3),
     ] {

@@ -108,6 +108,14 @@ fn document() -> utoipa::openapi::OpenApi {
             ("post", "/v1/executions/{id}/verifications", "id"),
         ],
     );
+    agentrl_http::link_body_field(
+        &mut doc,
+        ("post", "/v1/executions"),
+        "201",
+        "execution_id",
+        ("post", "/v1/evaluations"),
+        "execution_id",
+    );
     agentrl_http::link_ids(
         &mut doc,
         ("post", "/v1/evaluations"),

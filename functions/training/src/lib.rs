@@ -124,6 +124,14 @@ fn document() -> utoipa::openapi::OpenApi {
             ("post", "/v1/agents/{id}/learning/unfreeze", "id"),
         ],
     );
+    agentrl_http::link_body_field(
+        &mut doc,
+        ("post", "/v1/agents"),
+        "201",
+        "agent_id",
+        ("post", "/v1/training-runs"),
+        "agent_id",
+    );
     let run = [
         ("get", "/v1/training-runs/{id}", "id"),
         ("post", "/v1/training-runs/{id}/cancel", "id"),

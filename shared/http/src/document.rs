@@ -250,16 +250,7 @@ pub fn link_ids(
     field: &str,
     to: &[(&str, &str, &str)],
 ) {
-    let (method, path) = from;
-    let response = doc
-        .paths
-        .paths
-        .get_mut(path)
-        .and_then(|item| operation(item, method))
-        .and_then(|op| op.responses.responses.get_mut(status));
-    let Some(RefOr::T(response)) = response else {
-        panic!("no {status} answer of {method} {path} to link from");
-    };
+    let response = response_mut(doc, from, status);
     for (method, path, param) in to {
         let link = LinkBuilder::new()
             .operation_ref(operation_ref(method, path))
@@ -273,6 +264,55 @@ pub fn link_ids(
             .links
             .insert(link_name(method, path), RefOr::T(link));
     }
+}
+
+/// Declares that the `field` of the `status` answer of `from` goes into the `body_field` of
+/// the request body of the operation `to` (`("post", "/v1/evaluations")`), as an OpenAPI link
+/// whose `requestBody` holds the runtime expression: for the ids that a request names in its
+/// body rather than its path.
+///
+/// # Panics
+/// When `from` or its `status` answer is not in `doc`: the declaration is wrong.
+pub fn link_body_field(
+    doc: &mut OpenApi,
+    from: (&str, &str),
+    status: &str,
+    field: &str,
+    to: (&str, &str),
+    body_field: &str,
+) {
+    let (method, path) = to;
+    let link = LinkBuilder::new()
+        .operation_ref(operation_ref(method, path))
+        .request_body(Some(serde_json::json!({
+            body_field: format!("$response.body#/{field}")
+        })))
+        .description(format!(
+            "`{field}` is the `{body_field}` of the body of {} {path}",
+            method.to_uppercase()
+        ))
+        .build();
+    response_mut(doc, from, status)
+        .links
+        .insert(link_name(method, path), RefOr::T(link));
+}
+
+/// The `status` answer of the operation `from`.
+fn response_mut<'d>(
+    doc: &'d mut OpenApi,
+    (method, path): (&str, &str),
+    status: &str,
+) -> &'d mut utoipa::openapi::Response {
+    let response = doc
+        .paths
+        .paths
+        .get_mut(path)
+        .and_then(|item| operation(item, method))
+        .and_then(|op| op.responses.responses.get_mut(status));
+    let Some(RefOr::T(response)) = response else {
+        panic!("no {status} answer of {method} {path} to link from");
+    };
+    response
 }
 
 /// A JSON pointer to an operation, as OpenAPI writes them (`#/paths/~1v1~1budgets~1{id}/get`).
