@@ -5,16 +5,15 @@
 //!
 //! `cargo bench -p agentrl --bench http_api [-- --clients N --seconds S]`
 
+mod support;
+
 use std::{
-    io::{BufRead, BufReader},
-    process::{Command, Stdio},
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
-
-const KEY: &str = "bench-key-0123456789abcdef";
+use support::{KEY, arg};
 
 struct Phase {
     name: &'static str,
@@ -34,15 +33,6 @@ impl Phase {
         let rank = ((p * l.len() as f64).ceil() as usize).clamp(1, l.len());
         l[rank - 1] as f64 / 1_000.0
     }
-}
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// Runs `clients` loops of `step` for `seconds`; each step returns the latencies of its requests.
@@ -97,30 +87,8 @@ fn main() {
     let clients = arg("--clients", 8) as usize;
     let seconds = arg("--seconds", 5);
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_agentrl"))
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--api-key",
-            &format!("bench={KEY}"),
-        ])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next().expect("server exited").unwrap();
-        if let Some(url) = line.strip_prefix("agentrl listening on ") {
-            break url.to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
+    let server = support::start(support::serve(dir.path()));
+    let base = server.base.clone();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -177,10 +145,7 @@ fn main() {
         .await;
         vec![health, budget, verify]
     });
-    let _ = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status();
-    let _ = server.wait();
+    let _ = server.stop();
 
     println!(
         "clients: {clients}, seconds per phase: {seconds}, cores: {}",
