@@ -1,4 +1,4 @@
-//! Soak of the local stack (issue #16): steady mixed load over every route family of the API,
+//! Soak of the local stack (issue #16): steady mixed load over the route families of the API,
 //! with valid requests, for minutes, against the release `agentrl serve` binary in its own
 //! process on loopback. Every 10 s it samples the server's resident memory, open file
 //! descriptors and threads, and the request rate. At the end: latency per route family, the

@@ -2,7 +2,8 @@
 //! raw bytes a client, a stored object or a model could send. Each answers whether the input
 //! was accepted or refused with a described error; a panic, or a figure out of its range, is a
 //! crash. `src/main.rs` hands them to AFL++ (`infra/scripts/fuzz.sh`); `tests/corpus.rs`
-//! replays the seed corpus (`fuzz/corpus/<target>/`) through them in every test run.
+//! replays the seed corpus (`fuzz/corpus/<target>/`) and the inputs that once crashed a target
+//! (`fuzz/regressions/<target>/`) through them in every test run.
 
 use agentrl_core::{
     attribution::{CoalitionTable, exact_shapley},
