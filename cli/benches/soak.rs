@@ -1011,6 +1011,7 @@ fn main() {
     // Sized before the stop, which checkpoints SQLite's write-ahead log.
     let mut data = Vec::new();
     files(dir.path(), dir.path(), &mut data);
+    data.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
     let exit = server.stop();
     drop(dir);
 
@@ -1035,7 +1036,7 @@ struct Run {
     /// RSS (kB), threads and descriptors of the server once the clients were gone.
     idle: Option<(u64, u64, u64)>,
     exit: Option<std::process::ExitStatus>,
-    /// The data directory's files and their sizes, once the load was over.
+    /// The data directory's files and their sizes, once the load was over, largest first.
     data: Vec<(String, u64)>,
 }
 
@@ -1196,8 +1197,7 @@ fn report(run: &Run, shared: &Shared, samples: &[Sample], points: &[Point], log:
         );
         ok &= rss_flat && fds_flat;
     }
-    let mut data = run.data.clone();
-    data.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+    let data = &run.data;
     let total: u64 = data.iter().map(|(_, bytes)| bytes).sum();
     println!(
         "data directory at the end: {:.1} MB in {} files; the largest:",

@@ -252,7 +252,8 @@ pub fn diff(data: &[u8]) -> Outcome {
         tests_passed: true,
         ..Request::default()
     };
-    // Past the size limits a change is refused; within them it is scored.
+    // A fresh scorer per input: a shared parse cache would make an input's outcome depend on
+    // the inputs before it. Past the size limits a change is refused; within them it is scored.
     let Ok(report) = Scorer::new(Limits::default()).score(&side(before), &side(after), &request)
     else {
         return Outcome::Refused;
