@@ -3,8 +3,9 @@
 //! process on loopback. Every 10 s it samples the server's resident memory, open file
 //! descriptors and threads, and the request rate. At the end: latency per route family, the
 //! series, and whether memory and descriptors stayed flat after the warm-up. It exits non-zero
-//! on any answer other than the expected 2xx, on growth, on a panic in the server's log, or
-//! when the server does not stop cleanly on SIGTERM.
+//! on any answer other than the expected status, on growth, on a panic in the server's log, or
+//! when the server does not stop cleanly on SIGTERM. Training runs are real: the server starts
+//! an `agentrl train run` process for each, on a tiny model the bench writes.
 //!
 //! `cargo bench -p agentrl --bench soak [-- --minutes M --clients N]` (defaults: 10 and 8)
 
@@ -68,10 +69,11 @@ enum Family {
     Lists,
     Config,
     Gates,
+    Training,
 }
 
 /// Table names, in the order of [`Family`].
-const FAMILIES: [&str; 16] = [
+const FAMILIES: [&str; 17] = [
     "`GET /health`",
     "`GET /openapi.json`",
     "budgets: create, 2 reports, read, complete",
@@ -88,6 +90,7 @@ const FAMILIES: [&str; 16] = [
     "lists: 2 pages each, NDJSON exports",
     "config: read, write back",
     "`POST /v1/gates/{stage}/check`",
+    "training: outcomes; runs: create, read, then cancel or wait and promote",
 ];
 
 /// What each client step does, in turn; client `k` starts at step `k`.
@@ -109,9 +112,11 @@ enum Step {
     Lists,
     Config,
     Gate,
+    Outcomes,
+    TrainingRun,
 }
 
-const SCHEDULE: [Step; 22] = [
+const SCHEDULE: [Step; 24] = [
     Step::Budget,
     Step::Events,
     Step::Trajectory,
@@ -134,6 +139,8 @@ const SCHEDULE: [Step; 22] = [
     Step::Gate,
     Step::Events,
     Step::Trajectory,
+    Step::Outcomes,
+    Step::TrainingRun,
 ];
 
 /// One answered request: when (ms since the load started), which family, how long (µs).
@@ -156,9 +163,28 @@ struct Shared {
     failed: AtomicU64,
     stop: AtomicBool,
     failures: Mutex<Failures>,
+    /// The dataset the training runs train on.
+    dataset: String,
+    /// Whether a client has a training run in flight.
+    training: AtomicBool,
+    /// Training runs cancelled, and promoted or refused by the gate after they succeeded.
+    runs: [AtomicU64; 3],
 }
 
 impl Shared {
+    fn new(dataset: String) -> Arc<Self> {
+        Arc::new(Self {
+            started: Instant::now(),
+            requests: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            failures: Mutex::new(Failures::default()),
+            dataset,
+            training: AtomicBool::new(false),
+            runs: Default::default(),
+        })
+    }
+
     fn fail(&self, family: Family, route: &'static str, what: String) {
         let mut f = self.failures.lock().unwrap();
         *f.by_route.entry(route).or_default() += 1;
@@ -173,6 +199,7 @@ impl Shared {
 }
 
 struct Answer {
+    status: u16,
     body: Value,
     next_cursor: Option<String>,
 }
@@ -230,6 +257,17 @@ impl Client {
         expected: u16,
         request: reqwest::RequestBuilder,
     ) -> Option<Answer> {
+        self.call_any(family, route, &[expected], request).await
+    }
+
+    /// Sends `request`; an answer with a status not in `expected` is a failure of `route`.
+    async fn call_any(
+        &mut self,
+        family: Family,
+        route: &'static str,
+        expected: &[u16],
+        request: reqwest::RequestBuilder,
+    ) -> Option<Answer> {
         let started = Instant::now();
         let answer = async {
             let response = request.send().await?;
@@ -246,7 +284,7 @@ impl Client {
         let us = u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX);
         self.shared.requests.fetch_add(1, Ordering::Relaxed);
         match answer {
-            Ok((status, next_cursor, text)) if status == expected => {
+            Ok((status, next_cursor, text)) if expected.contains(&status) => {
                 let at_ms = u32::try_from(self.shared.started.elapsed().as_millis()).unwrap();
                 self.samples.push(Sample {
                     at_ms,
@@ -254,7 +292,11 @@ impl Client {
                     us,
                 });
                 let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-                Some(Answer { body, next_cursor })
+                Some(Answer {
+                    status,
+                    body,
+                    next_cursor,
+                })
             }
             Ok((status, _, text)) => {
                 let text: String = text.chars().take(400).collect();
@@ -321,6 +363,8 @@ async fn run(step: Step, c: &mut Client, n: u64) -> Option<()> {
         Step::Lists => lists(c).await,
         Step::Config => config(c, n).await,
         Step::Gate => gate(c, n).await,
+        Step::Outcomes => outcomes(c, n).await,
+        Step::TrainingRun => training_run(c, n).await,
     }
 }
 
@@ -755,6 +799,208 @@ async fn gate(c: &mut Client, n: u64) -> Option<()> {
     Some(())
 }
 
+/// The agent the training runs train, with a base model of its own.
+const TRAINEE: &str = "trainee";
+/// The tiny base model's whole vocabulary: the characters of the trainee's conversations.
+const ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789 :+=?\n";
+/// How long a training run may take before it counts as a failure.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A trainer config small enough that a run takes seconds on the tiny model.
+fn train_config(seed: u64) -> Value {
+    json!({"seed": seed, "checkpoint_every": 0,
+        "sft": {"epochs": 4, "batch_size": 8, "learning_rate": 0.003},
+        "grpo": {"steps": 4, "learning_rate": 0.001}})
+}
+
+async fn outcomes(c: &mut Client, n: u64) -> Option<()> {
+    let reward = |k: u64| ((n + k) % 11) as f64 / 5.0 - 1.0;
+    let body = json!({"outcomes": [
+        {"version": "v1", "reward": reward(0)},
+        {"version": "v1", "reward": reward(3), "safety_violation": n.is_multiple_of(10)},
+        {"version": "v1", "reward": reward(7), "reward_hacking": n.is_multiple_of(15)}]});
+    let path = format!("/v1/agents/{TRAINEE}/outcomes");
+    let route = "POST /v1/agents/{id}/outcomes";
+    c.call(Family::Training, route, 200, c.post(&path, &body))
+        .await?;
+    Some(())
+}
+
+/// One training run at a time, as the local runner trains them; a client that finds one in
+/// flight lists the trainee's runs instead.
+async fn training_run(c: &mut Client, n: u64) -> Option<()> {
+    if c.shared.training.swap(true, Ordering::AcqRel) {
+        let path = format!("/v1/training-runs?agent_id={TRAINEE}&limit=5");
+        c.call(Family::Training, "GET /v1/training-runs", 200, c.get(&path))
+            .await?;
+        return Some(());
+    }
+    let done = run_lifecycle(c, n).await;
+    c.shared.training.store(false, Ordering::Release);
+    done
+}
+
+/// A new run (its seed makes it one), read; every other run is cancelled at once, the others
+/// are waited for and promoted, which the gate grants (200) or refuses with its numbers (409;
+/// with the soak's lenient gate, only if the candidate breaks a live or safety check).
+async fn run_lifecycle(c: &mut Client, n: u64) -> Option<()> {
+    let f = Family::Training;
+    let body = json!({"agent_id": TRAINEE, "dataset_id": c.shared.dataset,
+        "config": train_config(n)});
+    let route = "POST /v1/training-runs";
+    let created = c
+        .call(f, route, 201, c.post("/v1/training-runs", &body))
+        .await?;
+    let id = c.text(f, route, &created, "run_id")?;
+    let path = format!("/v1/training-runs/{id}");
+    c.call(f, "GET /v1/training-runs/{id}", 200, c.get(&path))
+        .await?;
+    if n.is_multiple_of(2) {
+        // 409 only if the run finished between the read and the cancel.
+        let route = "POST /v1/training-runs/{id}/cancel";
+        let request = c.request(reqwest::Method::POST, &format!("{path}/cancel"));
+        c.call_any(f, route, &[200, 409], request).await?;
+        c.shared.runs[0].fetch_add(1, Ordering::Relaxed);
+        return Some(());
+    }
+    let run = finished(c, &path).await?;
+    if run["status"] != "succeeded" {
+        let what = format!("run did not succeed: {run}");
+        c.shared.fail(f, "GET /v1/training-runs/{id}", what);
+        return None;
+    }
+    let route = "POST /v1/training-runs/{id}/promote";
+    let request = c.request(reqwest::Method::POST, &format!("{path}/promote"));
+    let promoted = c.call_any(f, route, &[200, 409], request).await?;
+    if promoted.status == 409 && !promoted.body["decision"].is_object() {
+        let what = format!("a refusal without the gate's numbers: {}", promoted.body);
+        c.shared.fail(f, route, what);
+        return None;
+    }
+    let refused = usize::from(promoted.status == 409);
+    c.shared.runs[1 + refused].fetch_add(1, Ordering::Relaxed);
+    Some(())
+}
+
+/// Polls the run at `path` until it has finished; its last state.
+async fn finished(c: &mut Client, path: &str) -> Option<Value> {
+    let f = Family::Training;
+    let route = "GET /v1/training-runs/{id}";
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    loop {
+        let run = c.call(f, route, 200, c.get(path)).await?.body;
+        if matches!(
+            run["status"].as_str(),
+            Some("succeeded" | "failed" | "cancelled")
+        ) {
+            return Some(run);
+        }
+        if Instant::now() > deadline {
+            c.shared.fail(f, route, format!("run not finished: {run}"));
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The trainee, its base model, trajectories, a dataset built from them by the dataset job
+/// (`agentrl dataset build`) and a first run, whose version `v1` the outcomes name. Returns
+/// the dataset's id.
+async fn seed_training(c: &mut Client, data_dir: &Path) -> Option<String> {
+    let f = Family::Training;
+    let model = data_dir.join("objects/models/soak-tiny");
+    if let Err(e) = agentrl_train::demo::write_base_model(&model, ALPHABET, 0) {
+        c.shared
+            .fail(f, "setup", format!("writing the base model: {e}"));
+        return None;
+    }
+    let body = json!({"agent_id": TRAINEE, "name": "Sum solver", "type": "math",
+        "model": {"provider": "self-hosted", "name": "soak-tiny"}, "base_model": "soak-tiny"});
+    c.call(f, "POST /v1/agents", 201, c.post("/v1/agents", &body))
+        .await?;
+    // Eight sums answered twice, right and off by one, each pair a group.
+    let (prompts, candidates) = (8, 2);
+    for p in 0..prompts {
+        let (a, b) = (p % 5 + 1, p / 5 + 2);
+        for k in 0..candidates {
+            let body = json!({"trajectory_id": format!("sum-{p}-{k}"), "agent_id": TRAINEE,
+                "conversation_id": format!("sum-{p}"), "group_id": format!("sum-{p}"),
+                "turns": [{"role": "user", "content": format!("what is {a}+{b}?")},
+                          {"role": "assistant", "content": format!("{a}+{b}={}", a + b + k)}],
+                "final_outcome": {"success": k == 0, "reward": if k == 0 { 1.0 } else { 0.0 }}});
+            let request = c.post("/v1/trajectories", &body);
+            c.call(f, "POST /v1/trajectories", 202, request).await?;
+        }
+    }
+    let dataset = build_dataset(c, data_dir, prompts * candidates).await?;
+    // A gate that lets any candidate through: each promoted run is the next one's base, so
+    // the registry and the serving version change all along the run.
+    let body = json!({"min_reward_gain": -1.0, "max_safety_rise": 1.0});
+    let route = "PUT /v1/config/promotion-gate";
+    let request = c.put("/v1/config/promotion-gate", &body);
+    c.call(Family::Config, route, 200, request).await?;
+    let body = json!({"agent_id": TRAINEE, "dataset_id": dataset, "config": train_config(0)});
+    let route = "POST /v1/training-runs";
+    let created = c
+        .call(f, route, 201, c.post("/v1/training-runs", &body))
+        .await?;
+    let id = c.text(f, route, &created, "run_id")?;
+    let run = finished(c, &format!("/v1/training-runs/{id}")).await?;
+    if run["model_version"] != "v1" {
+        c.shared
+            .fail(f, "setup", format!("the first run registered no v1: {run}"));
+        return None;
+    }
+    Some(dataset)
+}
+
+/// Runs the dataset job until the trajectories the worker ingests are all in one dataset.
+async fn build_dataset(c: &mut Client, data_dir: &Path, trajectories: u64) -> Option<String> {
+    let f = Family::Training;
+    let rules = data_dir.join("soak-rules.json");
+    let text = r#"{"min_positive_feedback": 0, "min_high_quality_interactions": 0,
+        "validation_fraction": 0.25, "near_duplicate_jaccard": 1.0}"#;
+    if let Err(e) = std::fs::write(&rules, text) {
+        c.shared.fail(f, "setup", format!("writing the rules: {e}"));
+        return None;
+    }
+    let mut last = String::new();
+    for _ in 0..60 {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agentrl"))
+            .args(["dataset", "build", "--data-dir"])
+            .arg(data_dir)
+            .arg("--rules")
+            .arg(&rules)
+            .env("RUST_LOG", "warn")
+            .output();
+        let output = match output {
+            Ok(output) => output,
+            Err(e) => {
+                c.shared
+                    .fail(f, "setup", format!("agentrl dataset build: {e}"));
+                return None;
+            }
+        };
+        let manifests: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        let manifest = &manifests[0];
+        let counts = &manifest["counts"];
+        let built = counts["train_trajectories"].as_u64().unwrap_or(0)
+            + counts["validation_trajectories"].as_u64().unwrap_or(0);
+        if output.status.success() && built == trajectories {
+            return manifest["dataset_id"].as_str().map(str::to_owned);
+        }
+        last = format!(
+            "{} {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    c.shared
+        .fail(f, "setup", format!("no complete dataset: {last}"));
+    None
+}
+
 /// Registers the agents and gives each a learning state and a reply the reads can find.
 async fn seed(c: &mut Client) -> Option<()> {
     // No dataset is requested during the run: the dataset job is a batch job with a bench of
@@ -952,28 +1198,20 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let setup = Arc::new(Shared {
-        started: Instant::now(),
-        requests: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        failures: Mutex::new(Failures::default()),
+    let setup = Shared::new(String::new());
+    let seeded = runtime.block_on(async {
+        let mut c = Client::new(&base, setup.clone());
+        seed(&mut c).await?;
+        seed_training(&mut c, dir.path()).await
     });
-    let seeded = runtime.block_on(seed(&mut Client::new(&base, setup.clone())));
-    if seeded.is_none() {
+    let Some(dataset) = seeded else {
         eprintln!("setup failed: {:?}", setup.failures.lock().unwrap().first);
         let _ = server.stop();
         drop(dir);
         std::process::exit(1);
-    }
+    };
 
-    let shared = Arc::new(Shared {
-        started: Instant::now(),
-        requests: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        failures: Mutex::new(Failures::default()),
-    });
+    let shared = Shared::new(dataset);
     let deadline = shared.started + Duration::from_secs(run_s);
     let sampling = {
         let shared = shared.clone();
@@ -1106,6 +1344,11 @@ fn report(run: &Run, shared: &Shared, samples: &[Sample], points: &[Point], log:
     println!(
         "throughput: {:.0} requests/s over {elapsed:.0} s",
         all.len() as f64 / elapsed
+    );
+    let [cancelled, promoted, refused] = shared.runs.each_ref().map(|n| n.load(Ordering::Relaxed));
+    println!(
+        "training runs: {cancelled} cancelled; {} trained to the end: {promoted} promoted, {refused} refused by the gate",
+        promoted + refused
     );
 
     // Latency per sampling window, to see whether it drifts as the stores grow.
