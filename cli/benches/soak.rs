@@ -167,7 +167,8 @@ struct Shared {
     dataset: String,
     /// Whether a client has a training run in flight.
     training: AtomicBool,
-    /// Training runs cancelled, and promoted or refused by the gate after they succeeded.
+    /// Training runs cancelled (or found finished by the cancel), and promoted or refused by
+    /// the gate after they succeeded.
     runs: [AtomicU64; 3],
 }
 
@@ -1003,8 +1004,9 @@ async fn build_dataset(c: &mut Client, data_dir: &Path, trajectories: u64) -> Op
 
 /// Registers the agents and gives each a learning state and a reply the reads can find.
 async fn seed(c: &mut Client) -> Option<()> {
-    // No dataset is requested during the run: the dataset job is a batch job with a bench of
-    // its own, and its first run would be a one-off step in the memory series.
+    // The server requests no dataset during the load (the one the training runs use is built
+    // before it): the dataset job is a batch job with a bench of its own, and its first run
+    // would be a one-off step in the memory series.
     let body = json!({"dataset": {"min_positive": 1_000_000_000_u64}});
     c.call(
         Family::Config,
