@@ -287,6 +287,24 @@ async fn a_hang_past_the_timeout_abstains_without_waiting_for_it() {
 }
 
 #[tokio::test]
+async fn a_reply_past_the_size_cap_abstains_without_reading_it_all() {
+    let h = Harness::new();
+    let server = ChatServer::start(|_, _| Scripted::text(&"x".repeat(3 << 20))).await;
+    h.use_provider(&server, 5_000, 2).await;
+    let gate = h.gate("research", "notes", 0).await;
+    assert_eq!(gate["decision"], "escalate_to_human", "{gate}");
+    assert!(
+        gate["judgment"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 1048576 bytes"),
+        "{gate}"
+    );
+    // Not a transient failure: no retry.
+    assert_eq!(gate["judgment"]["calls"], 1, "{gate}");
+}
+
+#[tokio::test]
 async fn the_refinement_cap_escalates_and_usage_adds_up_to_the_price_table() {
     let h = Harness::new();
     let server = ChatServer::start(|_, _| Scripted::judgment(3.0, 0.9, "too vague")).await;

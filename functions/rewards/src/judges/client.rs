@@ -31,6 +31,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Replies are short JSON objects; this bounds a runaway completion's cost.
 const MAX_COMPLETION_TOKENS: u32 = 600;
+/// Most bytes read of a reply. A completion of [`MAX_COMPLETION_TOKENS`] is a few KiB; a
+/// provider sending more is misbehaving, and reading on would only spend memory.
+const MAX_REPLY_BYTES: usize = 1 << 20;
 
 /// The provider every tenant's judges call, with the deployment's credentials.
 pub struct Provider {
@@ -71,6 +74,8 @@ pub(crate) enum CallError {
     Transport(String),
     #[error("the provider's response is not a chat completion: {0}")]
     Malformed(String),
+    #[error("the provider's response is larger than {0} bytes")]
+    TooLarge(usize),
     #[error("gave up at the deadline after: {0}")]
     Deadline(Box<CallError>),
     #[error("no time was left before the deadline")]
@@ -244,8 +249,8 @@ impl Provider {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let body = match response.bytes().await {
-            Ok(b) => b,
+        let (body, cut) = match read_capped(response, MAX_REPLY_BYTES).await {
+            Ok(read) => read,
             Err(e) if e.is_timeout() => return Attempt::Retry(CallError::Timeout(timeout), None),
             Err(e) => return Attempt::Retry(CallError::Transport(transport(&e)), None),
         };
@@ -259,6 +264,9 @@ impl Provider {
             } else {
                 Attempt::Fail(error)
             };
+        }
+        if cut {
+            return Attempt::Fail(CallError::TooLarge(MAX_REPLY_BYTES));
         }
         match serde_json::from_slice::<Completion>(&body) {
             Ok(c) => {
@@ -277,6 +285,24 @@ impl Provider {
             Err(e) => Attempt::Fail(CallError::Malformed(e.to_string())),
         }
     }
+}
+
+/// The body of `response`, at most `cap` bytes of it, and whether it was longer: the rest is
+/// never read, whatever `Content-Length` says.
+async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
 }
 
 /// The error chain of a transport failure in one line (reqwest's top level says little).
