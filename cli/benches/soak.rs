@@ -250,6 +250,21 @@ impl Client {
         self.request(reqwest::Method::PATCH, path).json(body)
     }
 
+    /// `route` ("METHOD /path", the path as it is sent) with `body` as JSON; an answer other
+    /// than `expected` is a failure of `route`.
+    async fn send(
+        &mut self,
+        family: Family,
+        route: &'static str,
+        expected: u16,
+        body: &Value,
+    ) -> Option<Answer> {
+        let (method, path) = route.split_once(' ').expect("a route is METHOD /path");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+        let request = self.request(method, path).json(body);
+        self.call(family, route, expected, request).await
+    }
+
     /// Sends `request`; an answer other than `expected` is a failure of `route`.
     async fn call(
         &mut self,
@@ -447,8 +462,7 @@ async fn diff(c: &mut Client, n: u64) -> Option<()> {
         "before": {"files": {"pager.py": before, "test_pager.py": TEST}},
         "after": {"files": {"pager.py": after, "test_pager.py": test_after}},
         "tests_passed": true});
-    let request = c.post("/v1/diffs/score", &body);
-    c.call(Family::Diffs, "POST /v1/diffs/score", 200, request)
+    c.send(Family::Diffs, "POST /v1/diffs/score", 200, &body)
         .await?;
     Some(())
 }
@@ -457,14 +471,7 @@ async fn new_execution(c: &mut Client, n: u64) -> Option<String> {
     let f = Family::Executions;
     let body = json!({"agent_id": agent(n), "input": "What is 6 * 7?",
         "output": "The answer is 42.", "tokens_used": 812, "latency_ms": 1840});
-    let created = c
-        .call(
-            f,
-            "POST /v1/executions",
-            201,
-            c.post("/v1/executions", &body),
-        )
-        .await?;
+    let created = c.send(f, "POST /v1/executions", 201, &body).await?;
     c.text(f, "POST /v1/executions", &created, "execution_id")
 }
 
@@ -501,14 +508,7 @@ async fn evaluation(c: &mut Client, n: u64) -> Option<()> {
                    "after": {"files": {"pager.py": after, "test_pager.py": TEST}}},
         "tests": {"tests_passed": 1, "tests_total": 1},
         "checks": {"compiles": true}});
-    let accepted = c
-        .call(
-            f,
-            "POST /v1/evaluations",
-            202,
-            c.post("/v1/evaluations", &body),
-        )
-        .await?;
+    let accepted = c.send(f, "POST /v1/evaluations", 202, &body).await?;
     let id = c.text(f, "POST /v1/evaluations", &accepted, "evaluation_id")?;
     let path = format!("/v1/evaluations/{id}");
     let route = "GET /v1/evaluations/{id}";
@@ -539,20 +539,13 @@ async fn attribution(c: &mut Client, n: u64) -> Option<()> {
         coalition(&["planner"], 1.0), coalition(&["coder"], 2.0), coalition(&["tester"], 0.5),
         coalition(&["planner", "coder"], 3.0 + v), coalition(&["planner", "tester"], 1.5),
         coalition(&["coder", "tester"], 3.0), coalition(&TEAM, 4.0 + v)]});
-    c.call(
-        f,
-        "POST /v1/attributions",
-        201,
-        c.post("/v1/attributions", &body),
-    )
-    .await?;
+    c.send(f, "POST /v1/attributions", 201, &body).await?;
     let path = format!("/v1/attributions/{task}");
     c.call(f, "GET /v1/attributions/{task_id}", 200, c.get(&path))
         .await?;
     let body = json!({"agent_id": agent(n), "task_id": task, "quality_before": 0.4,
         "quality_after": 0.4 + v / 2.0, "effort_ratio": 1.0});
-    let request = c.post("/v1/contributions", &body);
-    c.call(f, "POST /v1/contributions", 201, request).await?;
+    c.send(f, "POST /v1/contributions", 201, &body).await?;
     Some(())
 }
 
@@ -561,9 +554,7 @@ async fn session(c: &mut Client, n: u64) -> Option<()> {
     let body = json!({"task_id": format!("soak-session-{n}"), "agents": TEAM,
         "total_reward": 1.0, "max_permutations": 12, "seed": n % 1_000});
     let route = "POST /v1/attributions/sessions";
-    let mut state = c
-        .call(f, route, 201, c.post("/v1/attributions/sessions", &body))
-        .await?;
+    let mut state = c.send(f, route, 201, &body).await?;
     let id = c.text(f, route, &state, "session_id")?;
     let path = format!("/v1/attributions/sessions/{id}/values");
     let route = "POST /v1/attributions/sessions/{id}/values";
@@ -608,8 +599,7 @@ async fn trajectory(c: &mut Client, n: u64) -> Option<()> {
         "conversation_id": format!("conversation-{n}"),
         "turns": [{"role": "user", "content": format!("fix bug {} in the pager", n % 97)}, assistant],
         "final_outcome": {"success": !n.is_multiple_of(4), "reward": if n.is_multiple_of(4) { 0.0 } else { 0.9 }}});
-    let request = c.post("/v1/trajectories", &body);
-    c.call(Family::Trajectories, "POST /v1/trajectories", 202, request)
+    c.send(Family::Trajectories, "POST /v1/trajectories", 202, &body)
         .await?;
     Some(())
 }
@@ -630,13 +620,8 @@ async fn events(c: &mut Client, n: u64) -> Option<()> {
          "occurred_at_ms": at, "session_id": format!("conversation-{n}"),
          "duration_seconds": 95.0, "message_count": 6},
     ]);
-    c.call(
-        Family::Events,
-        "POST /v1/events",
-        202,
-        c.post("/v1/events", &body),
-    )
-    .await?;
+    c.send(Family::Events, "POST /v1/events", 202, &body)
+        .await?;
     Some(())
 }
 
@@ -674,8 +659,7 @@ async fn agent_writes(c: &mut Client, n: u64) -> Option<()> {
     let id = format!("soak-{n}");
     let body = json!({"agent_id": id, "name": "Soak", "type": "coding",
         "model": {"provider": "self-hosted", "name": "qwen-tiny"}, "base_prompt": "You fix bugs."});
-    c.call(f, "POST /v1/agents", 201, c.post("/v1/agents", &body))
-        .await?;
+    c.send(f, "POST /v1/agents", 201, &body).await?;
     let path = format!("/v1/agents/{id}");
     let body = json!({"base_prompt": "You fix bugs, with a test for each."});
     c.call(f, "PATCH /v1/agents/{id}", 200, c.patch(&path, &body))
@@ -849,9 +833,7 @@ async fn run_lifecycle(c: &mut Client, n: u64) -> Option<()> {
     let body = json!({"agent_id": TRAINEE, "dataset_id": c.shared.dataset,
         "config": train_config(n)});
     let route = "POST /v1/training-runs";
-    let created = c
-        .call(f, route, 201, c.post("/v1/training-runs", &body))
-        .await?;
+    let created = c.send(f, route, 201, &body).await?;
     let id = c.text(f, route, &created, "run_id")?;
     let path = format!("/v1/training-runs/{id}");
     c.call(f, "GET /v1/training-runs/{id}", 200, c.get(&path))
@@ -917,8 +899,7 @@ async fn seed_training(c: &mut Client, data_dir: &Path) -> Option<String> {
     }
     let body = json!({"agent_id": TRAINEE, "name": "Sum solver", "type": "math",
         "model": {"provider": "self-hosted", "name": "soak-tiny"}, "base_model": "soak-tiny"});
-    c.call(f, "POST /v1/agents", 201, c.post("/v1/agents", &body))
-        .await?;
+    c.send(f, "POST /v1/agents", 201, &body).await?;
     // Eight sums answered twice, right and off by one, each pair a group.
     let (prompts, candidates) = (8, 2);
     for p in 0..prompts {
@@ -929,22 +910,18 @@ async fn seed_training(c: &mut Client, data_dir: &Path) -> Option<String> {
                 "turns": [{"role": "user", "content": format!("what is {a}+{b}?")},
                           {"role": "assistant", "content": format!("{a}+{b}={}", a + b + k)}],
                 "final_outcome": {"success": k == 0, "reward": if k == 0 { 1.0 } else { 0.0 }}});
-            let request = c.post("/v1/trajectories", &body);
-            c.call(f, "POST /v1/trajectories", 202, request).await?;
+            c.send(f, "POST /v1/trajectories", 202, &body).await?;
         }
     }
     let dataset = build_dataset(c, data_dir, prompts * candidates).await?;
     // A gate that lets any candidate through: each promoted run is the next one's base, so
     // the registry and the serving version change all along the run.
     let body = json!({"min_reward_gain": -1.0, "max_safety_rise": 1.0});
-    let route = "PUT /v1/config/promotion-gate";
-    let request = c.put("/v1/config/promotion-gate", &body);
-    c.call(Family::Config, route, 200, request).await?;
+    c.send(Family::Config, "PUT /v1/config/promotion-gate", 200, &body)
+        .await?;
     let body = json!({"agent_id": TRAINEE, "dataset_id": dataset, "config": train_config(0)});
     let route = "POST /v1/training-runs";
-    let created = c
-        .call(f, route, 201, c.post("/v1/training-runs", &body))
-        .await?;
+    let created = c.send(f, route, 201, &body).await?;
     let id = c.text(f, route, &created, "run_id")?;
     let run = finished(c, &format!("/v1/training-runs/{id}")).await?;
     if run["model_version"] != "v1" {
@@ -1008,25 +985,15 @@ async fn seed(c: &mut Client) -> Option<()> {
     // before it): the dataset job is a batch job with a bench of its own, and its first run
     // would be a one-off step in the memory series.
     let body = json!({"dataset": {"min_positive": 1_000_000_000_u64}});
-    c.call(
-        Family::Config,
-        "PUT /v1/config/learning",
-        200,
-        c.put("/v1/config/learning", &body),
-    )
-    .await?;
+    c.send(Family::Config, "PUT /v1/config/learning", 200, &body)
+        .await?;
     let at = now_ms();
     for k in 0..AGENTS {
         let a = format!("agent-{k}");
         let body = json!({"agent_id": a, "name": format!("Agent {k}"), "type": "coding",
             "model": {"provider": "self-hosted", "name": "qwen-tiny"}});
-        c.call(
-            Family::Agents,
-            "POST /v1/agents",
-            201,
-            c.post("/v1/agents", &body),
-        )
-        .await?;
+        c.send(Family::Agents, "POST /v1/agents", 201, &body)
+            .await?;
         let body = json!([
             {"event_id": format!("seed-reply-{k}"), "type": "ai.message.reply", "agent_id": a,
              "user_id": "user-0", "occurred_at_ms": at - 1_000, "message_id": "seed",
@@ -1034,13 +1001,8 @@ async fn seed(c: &mut Client) -> Option<()> {
             {"event_id": format!("seed-feedback-{k}"), "type": "feedback.created",
              "agent_id": a, "user_id": "user-0", "occurred_at_ms": at, "value": 0.5,
              "source_id": "seed"}]);
-        c.call(
-            Family::Events,
-            "POST /v1/events",
-            202,
-            c.post("/v1/events", &body),
-        )
-        .await?;
+        c.send(Family::Events, "POST /v1/events", 202, &body)
+            .await?;
     }
     for k in 0..AGENTS {
         let url = format!("{}/v1/agents/agent-{k}/replies/seed", c.base);
