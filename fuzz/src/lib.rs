@@ -158,14 +158,10 @@ pub fn tool_schema(data: &[u8]) -> Outcome {
 
 /// A body of `POST /v1/events`: one event or an array of them.
 pub fn event(data: &[u8]) -> Outcome {
+    let valid = |item| serde_json::from_value::<Event>(item).is_ok_and(|e| e.validate().is_ok());
     match serde_json::from_slice::<Value>(data) {
-        Ok(Value::Array(items)) => items
-            .into_iter()
-            .all(|item| serde_json::from_value::<Event>(item).is_ok_and(|e| e.validate().is_ok()))
-            .into(),
-        Ok(item) => serde_json::from_value::<Event>(item)
-            .is_ok_and(|e| e.validate().is_ok())
-            .into(),
+        Ok(Value::Array(items)) => items.into_iter().all(valid).into(),
+        Ok(item) => valid(item).into(),
         Err(_) => Outcome::Refused,
     }
 }
