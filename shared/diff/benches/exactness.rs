@@ -1,9 +1,10 @@
 //! How close the reported tree edit distance is to the exact one, on directories of file
-//! pairs (`infra/bench/fetch-diff-pairs.py` for real releases, `make-edit-pairs.py` for
-//! agent-sized edits of real files). The exact distance comes from the same engine with a
-//! Zhang–Shasha budget large enough to solve the whole pair (up to `--oracle-cells`, default
-//! 6e9 table cells), which is exact by construction; pairs past that budget are counted
-//! apart.
+//! pairs (`infra/bench/fetch-diff-pairs.py` for real releases, `commit-pairs.py` for single
+//! commits of real git histories, `make-edit-pairs.py` for agent-sized edits of real files;
+//! a directory's name says which: "edit", "commit", else releases). The exact distance comes
+//! from the same engine with a Zhang–Shasha budget large enough to solve the whole pair (up to
+//! `--oracle-cells`, default 6e9 table cells), which is exact by construction; pairs past that
+//! budget are counted apart.
 //!
 //! `cargo bench -p agentrl-diff --bench exactness -- [--max-nodes N] [--oracle-cells C] DIR...`
 
@@ -75,14 +76,13 @@ fn main() {
                 "{}: certified but wrong",
                 pair.name
             );
-            let mut kind = pair
-                .name
-                .rsplit_once('-')
-                .filter(|_| dir.to_string_lossy().contains("edit"))
-                .map_or_else(
-                    || format!("release {}", pair.lang.name()),
-                    |(_, k)| k.to_owned(),
-                );
+            // Directories name their corpus: edits (by edit kind), commits or releases.
+            let corpus = dir.to_string_lossy();
+            let mut kind = match pair.name.rsplit_once('-') {
+                Some((_, edit)) if corpus.contains("edit") => edit.to_owned(),
+                _ if corpus.contains("commit") => format!("commit {}", pair.lang.name()),
+                _ => format!("release {}", pair.lang.name()),
+            };
             // A line-based edit can leave code that no longer parses (a guard inside an
             // interface, a swap across a docstring's end): counted apart, agents' edits parse.
             if b.errors() > a.errors() {

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::{detect::Facts, lang::Lang, tree::Tree};
+use crate::detect::{self, Facts};
+use crate::lang::Lang;
+use crate::tree::{NodeLimit, Normaliser, Tree};
+use crate::visit;
 
 /// A file parsed, normalised and read by the detectors.
 #[derive(Debug)]
@@ -17,6 +20,29 @@ pub struct ParsedFile {
     pub facts: Facts,
     /// The syntax tree, kept so an edited copy of the file re-parses incrementally from it.
     pub syntax: tree_sitter::Tree,
+}
+
+impl ParsedFile {
+    /// Reads `syntax`, the parse of `source`, into its normalised tree and its facts in one
+    /// walk.
+    ///
+    /// # Errors
+    /// The tree has more than `max_nodes` normalised nodes.
+    pub fn read(
+        lang: Lang,
+        source: &str,
+        syntax: tree_sitter::Tree,
+        max_nodes: usize,
+    ) -> Result<Self, NodeLimit> {
+        let mut normaliser = Normaliser::new(lang, source, max_nodes);
+        let mut facts = detect::Walk::new(lang, source);
+        visit::walk(&syntax, (&mut normaliser, &mut facts));
+        Ok(Self {
+            tree: normaliser.finish()?,
+            facts: facts.finish(),
+            syntax,
+        })
+    }
 }
 
 type Key = [u8; 32];
@@ -148,6 +174,42 @@ mod tests {
             small.get(&c).is_none(),
             "a file larger than the whole budget is not kept"
         );
+    }
+
+    /// One walk for both readers gives what each gives alone, the node limit included.
+    #[test]
+    fn one_walk_reads_the_tree_and_the_facts_as_two_would() {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let cases = [
+            (
+                Lang::Python,
+                "import sys\n# note\ndef test_a():\n    assert f(1) == 2  # why\n\nif x is None:\n    sys.exit(1)\n",
+            ),
+            (
+                Lang::JavaScript,
+                "/* c */ describe('s', () => { it('t', () => { expect(1).toBe(1); }); });\ntry { f(); } catch (e) {}\n",
+            ),
+            (
+                Lang::Rust,
+                "/// doc\nfn main() { std::process::exit(0) }\n#[cfg(test)]\nmod tests { #[test] #[ignore] fn t() {} }\n",
+            ),
+        ];
+        for (lang, source) in cases {
+            let syntax = crate::parse::parse(lang, source, deadline).unwrap();
+            let tree = Tree::from_syntax(lang, &syntax, source, 10_000).unwrap();
+            let facts = detect::facts(lang, "", &syntax, source);
+            let file = ParsedFile::read(lang, source, syntax.clone(), 10_000).unwrap();
+            assert_eq!(file.tree, tree, "{lang:?}");
+            assert_eq!(file.facts, facts, "{lang:?}");
+            assert!(
+                !facts.definitions.is_empty(),
+                "{lang:?}: the case defines something"
+            );
+            assert_eq!(
+                ParsedFile::read(lang, source, syntax, 5).err(),
+                Some(NodeLimit { limit: 5 })
+            );
+        }
     }
 
     #[test]

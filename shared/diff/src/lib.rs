@@ -12,6 +12,7 @@ pub mod parse;
 pub mod score;
 pub mod ted;
 pub mod tree;
+mod visit;
 pub mod weights;
 
 pub use lang::Lang;

@@ -294,14 +294,9 @@ impl Scorer {
         }
         let previous = previous.map(|(text, file)| (text, &file.syntax));
         let syntax = reparse(lang, source, previous, deadline).map_err(|_| NoTree::Deadline)?;
-        let tree = Tree::from_syntax(lang, &syntax, source, self.limits.max_nodes)
+        let file = ParsedFile::read(lang, source, syntax, self.limits.max_nodes)
             .map_err(|_| NoTree::TooManyNodes)?;
-        let facts = detect::facts(lang, "", &syntax, source);
-        let file = Arc::new(ParsedFile {
-            tree,
-            facts,
-            syntax,
-        });
+        let file = Arc::new(file);
         self.cache.insert(key, file.clone());
         Ok(file)
     }

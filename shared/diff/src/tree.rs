@@ -8,8 +8,10 @@
 //! Syntax errors stay in the tree as `ERROR` nodes and are counted.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use crate::lang::Lang;
+use crate::visit::{self, Visitor};
 
 /// A tree in postorder: the subtree of node `i` is the index range `i + 1 - sizes[i] ..= i`, so
 /// its leftmost leaf is `i + 1 - sizes[i]` and the root is the last node.
@@ -37,37 +39,9 @@ impl Tree {
         source: &str,
         max_nodes: usize,
     ) -> Result<Tree, NodeLimit> {
-        let mut builder = Builder::default();
-        let mut errors = 0u32;
-        let mut cursor = syntax.walk();
-        // One entry per entered node: where its subtree starts in the output, or None when the
-        // node itself is not kept.
-        let mut open: Vec<Option<usize>> = Vec::new();
-        'walk: loop {
-            let node = cursor.node();
-            if node.is_error() || node.is_missing() {
-                errors += 1;
-            }
-            let dropped = node.is_missing() || lang.is_comment(node.kind());
-            if !dropped {
-                let leaf = node.child_count() == 0;
-                open.push((node.is_named() || leaf).then_some(builder.len()));
-                if !leaf && cursor.goto_first_child() {
-                    continue;
-                }
-                builder.close(&mut open, node, source, max_nodes)?;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'walk;
-                }
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
-                builder.close(&mut open, cursor.node(), source, max_nodes)?;
-            }
-        }
-        Ok(builder.finish(errors))
+        let mut normaliser = Normaliser::new(lang, source, max_nodes);
+        visit::walk(syntax, &mut normaliser);
+        normaliser.finish()
     }
 
     /// Parses bracket notation `{label{child}{child}}` (labels escape `\`, `{`, `}` with `\`).
@@ -203,6 +177,80 @@ fn escape_into(out: &mut String, label: &str) {
             out.push('\\');
         }
         out.push(c);
+    }
+}
+
+/// Builds the normalised tree during a [`visit::walk`], alone or beside other readers.
+pub(crate) struct Normaliser<'s> {
+    lang: Lang,
+    source: &'s str,
+    max_nodes: usize,
+    builder: Builder,
+    /// One entry per entered node: where its subtree starts in the output, or None when the
+    /// node itself is not kept.
+    open: Vec<Option<usize>>,
+    /// Depth inside a dropped node (a comment or a MISSING node): nothing in it is kept.
+    dropped: u32,
+    errors: u32,
+    failed: Option<NodeLimit>,
+}
+
+impl<'s> Normaliser<'s> {
+    pub(crate) fn new(lang: Lang, source: &'s str, max_nodes: usize) -> Self {
+        Self {
+            lang,
+            source,
+            max_nodes,
+            builder: Builder::default(),
+            open: Vec::new(),
+            dropped: 0,
+            errors: 0,
+            failed: None,
+        }
+    }
+
+    /// The tree, once the walk is over.
+    pub(crate) fn finish(self) -> Result<Tree, NodeLimit> {
+        match self.failed {
+            Some(limit) => Err(limit),
+            None => Ok(self.builder.finish(self.errors)),
+        }
+    }
+}
+
+impl<'t> Visitor<'t> for Normaliser<'_> {
+    fn enter(&mut self, node: tree_sitter::Node<'t>, _: Option<&'static str>) -> ControlFlow<()> {
+        if self.dropped > 0 {
+            self.dropped += 1;
+            return ControlFlow::Continue(());
+        }
+        if node.is_error() || node.is_missing() {
+            self.errors += 1;
+        }
+        if node.is_missing() || self.lang.is_comment(node.kind()) {
+            self.dropped = 1;
+        } else {
+            let keep = node.is_named() || node.child_count() == 0;
+            self.open.push(keep.then_some(self.builder.len()));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn leave(&mut self, node: tree_sitter::Node<'t>) -> ControlFlow<()> {
+        if self.dropped > 0 {
+            self.dropped -= 1;
+            return ControlFlow::Continue(());
+        }
+        match self
+            .builder
+            .close(&mut self.open, node, self.source, self.max_nodes)
+        {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(limit) => {
+                self.failed = Some(limit);
+                ControlFlow::Break(())
+            }
+        }
     }
 }
 

@@ -38,3 +38,4 @@ pub use model::{
 };
 pub use paths::is_test_path;
 pub use run::detect;
+pub(crate) use walk::Walk;

@@ -413,7 +413,7 @@ impl<'a> Reader<'a> {
 
 /// Visits `node` and its descendants in preorder, iteratively; `visit` says whether to go
 /// into the children of the node it was given.
-fn preorder<'t>(node: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+pub(crate) fn preorder<'t>(node: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
     let mut cursor = node.walk();
     'walk: loop {
         if visit(cursor.node()) && cursor.goto_first_child() {

@@ -154,13 +154,36 @@ fn only_added(before: &str, after: &str) -> bool {
 
 /// The first line (1-based, in `after`) where the texts differ.
 fn first_changed_line(before: &str, after: &str) -> u32 {
-    let same = before
-        .lines()
-        .zip(after.lines())
-        .position(|(b, a)| b != a)
-        .unwrap_or_else(|| before.lines().count().min(after.lines().count()));
-    let last = after.lines().count().max(1);
+    // Every line before the first differing byte is equal on both sides: they are counted,
+    // and only the rest is compared line by line.
+    let prefix = before
+        .bytes()
+        .zip(after.bytes())
+        .take_while(|(b, a)| b == a)
+        .count();
+    // The prefix can end inside a character; a line starts after a newline byte.
+    let start = after.as_bytes()[..prefix]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |i| i + 1);
+    let (before_rest, after_rest) = (&before[start..], &after[start..]);
+    let same = newlines(&after[..start])
+        + before_rest
+            .lines()
+            .zip(after_rest.lines())
+            .position(|(b, a)| b != a)
+            .unwrap_or_else(|| line_count(before_rest).min(line_count(after_rest)));
+    let last = line_count(after).max(1);
     u32::try_from((same + 1).min(last)).unwrap_or(u32::MAX)
+}
+
+fn newlines(text: &str) -> usize {
+    text.bytes().filter(|&c| c == b'\n').count()
+}
+
+/// `text.lines().count()` without splitting the lines out.
+fn line_count(text: &str) -> usize {
+    newlines(text) + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 #[cfg(test)]
@@ -173,6 +196,42 @@ mod tests {
         assert_eq!(first_changed_line("a\nb", "a\nb\nc"), 3);
         assert_eq!(first_changed_line("a\nb\nc", "a\nb"), 2);
         assert_eq!(first_changed_line("", "x"), 1);
+        // `┗` and `┃` share their first two bytes.
+        assert_eq!(first_changed_line("a\n┗\n", "a\n┃\n"), 2);
+        assert_eq!(first_changed_line("┗", "┃"), 1);
+    }
+
+    /// Against its definition (the first unequal pair of `lines()`), on every pair of short
+    /// texts over an alphabet with both line endings.
+    #[test]
+    fn first_changed_line_matches_a_line_by_line_comparison() {
+        fn reference(before: &str, after: &str) -> u32 {
+            let same = before
+                .lines()
+                .zip(after.lines())
+                .position(|(b, a)| b != a)
+                .unwrap_or_else(|| before.lines().count().min(after.lines().count()));
+            let last = after.lines().count().max(1);
+            u32::try_from((same + 1).min(last)).unwrap()
+        }
+        let mut texts = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> = texts
+                .iter()
+                .filter(|t| t.len() == texts.last().map_or(0, String::len))
+                .flat_map(|t| ["a", "b", "\n", "\r"].map(|c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        for before in &texts {
+            for after in &texts {
+                assert_eq!(
+                    first_changed_line(before, after),
+                    reference(before, after),
+                    "{before:?} → {after:?}"
+                );
+            }
+        }
     }
 
     #[test]

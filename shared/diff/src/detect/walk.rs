@@ -3,10 +3,13 @@
 //! what encloses it (test code, a condition, a class, a named definition).
 
 use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::ops::ControlFlow;
 
 use tree_sitter::{Node, Tree};
 
 use crate::lang::Lang;
+use crate::visit::{self, Visitor};
 
 use super::facts::{DefKind, Definition, Facts, Mark, Shape, Signal, TestKind};
 use super::model::{FlagKind, ScaffoldKind};
@@ -16,26 +19,11 @@ use super::text::{
     SNIPPET, compact, contains_word, is_identifier, is_word_char, line, matches_any, unquote,
 };
 
-/// Walks the whole tree once, iteratively (trees can be far deeper than the stack allows).
+/// Collects the facts of a file in a walk of its own.
 pub(crate) fn collect(lang: Lang, syntax: &Tree, source: &str) -> Facts {
     let mut walk = Walk::new(lang, source);
-    let mut cursor = syntax.walk();
-    'walk: loop {
-        walk.enter(cursor.node(), cursor.field_name());
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            walk.leave(cursor.node());
-            if cursor.goto_next_sibling() {
-                continue 'walk;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
-    walk.facts
+    visit::walk(syntax, &mut walk);
+    walk.finish()
 }
 
 /// What an open node contributes to everything inside it.
@@ -79,7 +67,8 @@ struct Class {
     tests: bool,
 }
 
-struct Walk<'a> {
+/// The facts' reader of a syntax tree, for a [`visit::walk`] alone or beside other readers.
+pub(crate) struct Walk<'a> {
     syn: &'static Syntax,
     read: Reader<'a>,
     facts: Facts,
@@ -92,10 +81,44 @@ struct Walk<'a> {
     tests: Vec<usize>,
     /// (probe, line) pairs already reported, so nested expressions report a probe once.
     sniffed: HashSet<(usize, u32)>,
+    /// Function bodies defined but not yet entered, with their definitions' indexes.
+    bodies_ahead: Vec<(Node<'a>, usize)>,
+    /// Function bodies being walked, innermost last, hashing their tokens as they pass:
+    /// (body node id, definition index, hash so far).
+    bodies_open: Vec<(usize, usize, DefaultHasher)>,
+}
+
+impl<'a> Visitor<'a> for Walk<'a> {
+    fn enter(&mut self, node: Node<'a>, field: Option<&'static str>) -> ControlFlow<()> {
+        self.enter_node(node, field);
+        // After the node's own definitions: a test call can be its own body.
+        while let Some(i) = self.bodies_ahead.iter().position(|b| b.0.id() == node.id()) {
+            let (_, definition) = self.bodies_ahead.swap_remove(i);
+            self.bodies_open
+                .push((node.id(), definition, DefaultHasher::new()));
+        }
+        if node.child_count() == 0 {
+            let text = self.read.text(node);
+            for (_, _, hash) in &mut self.bodies_open {
+                text.hash(hash);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn leave(&mut self, node: Node<'a>) -> ControlFlow<()> {
+        self.leave_node(node);
+        while let Some((_, definition, hash)) =
+            self.bodies_open.pop_if(|(id, _, _)| *id == node.id())
+        {
+            self.facts.definitions[definition].body = hash.finish();
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 impl<'a> Walk<'a> {
-    fn new(lang: Lang, source: &'a str) -> Self {
+    pub(crate) fn new(lang: Lang, source: &'a str) -> Self {
         let read = Reader::new(lang, source);
         Walk {
             syn: read.syn,
@@ -108,10 +131,21 @@ impl<'a> Walk<'a> {
             conditions: 0,
             tests: Vec::new(),
             sniffed: HashSet::new(),
+            bodies_ahead: Vec::new(),
+            bodies_open: Vec::new(),
         }
     }
 
-    fn enter(&mut self, node: Node<'a>, field: Option<&'static str>) {
+    /// The facts, once the walk is over.
+    pub(crate) fn finish(mut self) -> Facts {
+        // A body the walk never entered (one outside its definition) is hashed on its own.
+        for (body, definition) in std::mem::take(&mut self.bodies_ahead) {
+            self.facts.definitions[definition].body = self.read.token_hash(body);
+        }
+        self.facts
+    }
+
+    fn enter_node(&mut self, node: Node<'a>, field: Option<&'static str>) {
         let roles = self.read.roles(node);
         let has = |role: u32| roles & role != 0;
         self.preceding.clear();
@@ -198,7 +232,7 @@ impl<'a> Walk<'a> {
         });
     }
 
-    fn leave(&mut self, node: Node<'a>) {
+    fn leave_node(&mut self, node: Node<'a>) {
         self.ancestors.pop();
         if self.scopes.last().is_some_and(|s| s.id == node.id())
             && let Some(scope) = self.scopes.pop()
@@ -529,14 +563,17 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Records a definition, hashing a function's body so edits to tests and test helpers
-    /// can be seen.
-    fn define(&mut self, mut definition: Definition, body: Node<'a>) -> usize {
-        if definition.kind == DefKind::Function {
-            definition.body = self.read.token_hash(body);
-        }
+    /// Records a definition; a function's body tokens are hashed as the walk passes them
+    /// (so edits to tests and test helpers can be seen) — the body is the definition's node
+    /// or inside it, entered now or later.
+    fn define(&mut self, definition: Definition, body: Node<'a>) -> usize {
+        let function = definition.kind == DefKind::Function;
         self.facts.definitions.push(definition);
-        self.facts.definitions.len() - 1
+        let index = self.facts.definitions.len() - 1;
+        if function {
+            self.bodies_ahead.push((body, index));
+        }
+        index
     }
 
     /// The name a function is referenced by: its own, or (for JS function values) the
@@ -714,6 +751,63 @@ mod tests {
             .marks
             .iter()
             .any(|m| m.signal == signal && m.key.contains(key))
+    }
+
+    /// Body hashes are taken as the walk passes the body's tokens; each must equal the hash
+    /// of a body read on its own: nested functions, a JS test whose body is its callback, an
+    /// arrow function whose body is a single token, methods.
+    #[test]
+    fn body_hashes_are_the_bodies_token_hashes() {
+        let cases = [
+            (
+                Lang::Python,
+                "def outer(x):\n    def inner(y):\n        return y + 1\n    return inner(x)\n\nclass A:\n    def m(self):\n        pass\n",
+            ),
+            (
+                Lang::JavaScript,
+                "const f = (a) => a;\ndescribe('s', () => {\n  it('works', function () { expect(f(1)).toBe(1); });\n});\nfunction g() { return () => 2; }\n",
+            ),
+            (
+                Lang::Rust,
+                "fn a() -> u8 { fn b() -> u8 { 1 } b() }\nimpl S { fn c(&self) {} }\n",
+            ),
+        ];
+        for (lang, source) in cases {
+            let syntax = parse(lang, source, Instant::now() + Duration::from_secs(10)).unwrap();
+            let facts = collect(lang, &syntax, source);
+            let read = Reader::new(lang, source);
+            let mut expected = Vec::new();
+            super::super::nodes::preorder(syntax.root_node(), |node| {
+                if read.is(node, role::FUNCTION)
+                    && let Some(body) = node.child_by_field_name("body")
+                {
+                    expected.push(read.token_hash(body));
+                }
+                if read.is(node, role::CALL) && read.text(node).starts_with("it(") {
+                    let callback = node
+                        .child_by_field_name("arguments")
+                        .and_then(|a| a.named_child(a.named_child_count() - 1))
+                        .unwrap();
+                    expected.push(read.token_hash(callback));
+                }
+                true
+            });
+            let functions: Vec<u64> = facts
+                .definitions
+                .iter()
+                .filter(|d| d.kind == DefKind::Function)
+                .map(|d| d.body)
+                .collect();
+            // Anonymous callbacks have bodies but are no definitions: every definition's
+            // hash must be one of the bodies' hashes.
+            assert!(functions.len() >= 3, "{lang:?}: {:?}", facts.definitions);
+            for hash in &functions {
+                assert!(
+                    expected.contains(hash),
+                    "{lang:?}: {hash} not a body's hash"
+                );
+            }
+        }
     }
 
     const EXIT: Signal = Signal::Flag(FlagKind::ForcedExit);
