@@ -6,7 +6,8 @@
 //! hence an upper bound; it is reported exact when a lower bound (string edit distance of the
 //! postorder or preorder label sequences) meets it. When it does not, a global matching
 //! (GumTree-style, in `matching.rs`) gives a second mapping and guides a second decomposition;
-//! the cheapest of the three is the bound.
+//! the cheapest of the three is the bound — unless what is left of the file's budget holds the
+//! whole pair, which is then solved exactly.
 
 mod anchored;
 mod bounds;
@@ -20,7 +21,7 @@ mod tests;
 use std::time::{Duration, Instant};
 
 use crate::tree::Tree;
-use zhang_shasha::Forest;
+use zhang_shasha::{Forest, ZhangShasha};
 
 /// Budgets, in Zhang–Shasha table cells (`work(a) * work(b)` per region).
 #[derive(Debug, Clone, Copy)]
@@ -88,18 +89,33 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
     // Capped at the first bound: a smaller value is the lower bound itself, which certifies
     // whichever bound meets it.
     let lower = bounds::lower_bound(whole_a, whole_b, value, limits.deadline);
+    let mut spent = first.spent();
     if lower < value && Instant::now() < limits.deadline {
         // A global matching guides a second decomposition, on what is left of the file's
         // budget; all three are valid mappings, so the cheapest is the best bound.
         let (guide, matched) = matching::mapping(&a, &b);
         let remaining = Limits {
-            total_work: limits.total_work.saturating_sub(first.spent()),
+            total_work: limits.total_work.saturating_sub(spent),
             ..*limits
         };
-        let (guided, _) = anchored::Engine::new(&a, &b, &remaining)
-            .guided_by(&guide)
-            .decompose();
+        let mut second = anchored::Engine::new(&a, &b, &remaining).guided_by(&guide);
+        let (guided, _) = second.decompose();
+        spent += second.spent();
         value = value.min(guided).min(matched);
+    }
+    if lower < value && Instant::now() < limits.deadline {
+        // A small pair the decompositions could not certify (its regions split badly) may
+        // still fit whole in what is left of the file's budget.
+        let left = limits.total_work.saturating_sub(spent);
+        let mut zs = ZhangShasha::default();
+        let work_a = zs.work(whole_a.sizes, left / whole_b.sizes.len() as u64);
+        if work_a.saturating_mul(zs.work(whole_b.sizes, left / work_a)) <= left {
+            let exact = zs.distance(whole_a, whole_b);
+            return Distance {
+                value: exact,
+                exact: true,
+            };
+        }
     }
     let exact = lower == value;
     Distance { value, exact }

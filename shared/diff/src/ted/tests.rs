@@ -502,6 +502,13 @@ proptest! {
     }
 
     #[test]
+    fn a_pair_the_file_budget_holds_whole_is_solved_exactly((a, b) in tree_pair()) {
+        // No region may be solved on its own, but the file's budget holds the whole pair.
+        let result = distance(&a, &b, &far_limits(0, u64::MAX));
+        prop_assert_eq!(result, Distance { value: naive(&a, &b), exact: true });
+    }
+
+    #[test]
     fn label_sequence_distances_are_lower_bounds((a, b) in tree_pair()) {
         let exact = naive(&a, &b);
         let far = Instant::now() + Duration::from_secs(60);
