@@ -4,9 +4,11 @@
 //! a directory's name says which: "edit", "commit", else releases). The exact distance comes
 //! from the same engine with a Zhang–Shasha budget large enough to solve the whole pair (up to
 //! `--oracle-cells`, default 6e9 table cells), which is exact by construction; pairs past that
-//! budget are counted apart.
+//! budget are counted apart. `--band-cells` sets our banded certificate's budget (default: the
+//! library's).
 //!
-//! `cargo bench -p agentrl-diff --bench exactness -- [--max-nodes N] [--oracle-cells C] DIR...`
+//! `cargo bench -p agentrl-diff --bench exactness -- [--max-nodes N] [--oracle-cells C]
+//! [--band-cells C] DIR...`
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -34,6 +36,10 @@ struct Tally {
 fn main() {
     let max_nodes = flag("--max-nodes", 5_000) as usize;
     let oracle_cells = flag("--oracle-cells", 6e9 as u64);
+    let limits = || ted::Limits {
+        band_work: flag("--band-cells", ted::Limits::default().band_work),
+        ..ted::Limits::default()
+    };
     let mut by_kind: BTreeMap<String, Tally> = BTreeMap::new();
     let mut misses = Vec::new();
     let (mut skipped_size, mut no_oracle) = (0, 0);
@@ -51,7 +57,7 @@ fn main() {
                 continue;
             }
             let t = Instant::now();
-            let ours = ted::distance(&a, &b, &ted::Limits::default());
+            let ours = ted::distance(&a, &b, &limits());
             times.push(t.elapsed());
             let truth = ted::distance(
                 &a,
@@ -59,6 +65,8 @@ fn main() {
                 &ted::Limits {
                     region_work: oracle_cells,
                     total_work: oracle_cells.saturating_mul(2),
+                    // Zhang–Shasha on the whole pair, nothing cleverer.
+                    band_work: 0,
                     deadline: Instant::now() + Duration::from_secs(3_600),
                 },
             );

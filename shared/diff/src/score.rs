@@ -31,6 +31,8 @@ pub struct Limits {
     pub region_work: u64,
     /// Zhang–Shasha cells per file.
     pub total_work: u64,
+    /// Banded Zhang–Shasha cells per file that may certify a distance the rest could not.
+    pub band_work: u64,
 }
 
 impl Default for Limits {
@@ -42,6 +44,7 @@ impl Default for Limits {
             deadline: Duration::from_secs(2),
             region_work: 1_000_000,
             total_work: 8_000_000,
+            band_work: 8_000_000,
         }
     }
 }
@@ -473,6 +476,7 @@ impl Scorer {
                 &ted::Limits {
                     region_work: self.limits.region_work,
                     total_work: self.limits.total_work,
+                    band_work: self.limits.band_work,
                     deadline,
                 },
             ),

@@ -87,6 +87,8 @@ fn agent_edits_of_real_files_get_the_exact_distance() {
             &Limits {
                 region_work: u64::MAX / 4,
                 total_work: u64::MAX / 2,
+                // The oracle is Zhang–Shasha on the whole pair, nothing cleverer.
+                band_work: 0,
                 deadline: Instant::now() + Duration::from_secs(600),
             },
         );

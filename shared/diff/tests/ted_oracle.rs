@@ -266,6 +266,7 @@ fn far(region_work: u64, total_work: u64) -> Limits {
     Limits {
         region_work,
         total_work,
+        band_work: total_work,
         deadline: Instant::now() + Duration::from_secs(600),
     }
 }

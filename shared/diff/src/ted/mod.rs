@@ -6,10 +6,13 @@
 //! hence an upper bound; it is reported exact when a lower bound (string edit distance of the
 //! postorder or preorder label sequences) meets it. When it does not, a global matching
 //! (GumTree-style, in `matching.rs`) gives a second mapping and guides a second decomposition;
-//! the cheapest of the three is the bound — unless what is left of the file's budget holds the
-//! whole pair, which is then solved exactly.
+//! the cheapest of the three is the bound. A bound still uncertified is settled exactly when a
+//! budget allows: Zhang–Shasha on the whole pair if what is left of the file's budget holds it,
+//! else Zhang–Shasha restricted to the diagonal band a distance below the bound can reach
+//! (`banded.rs`), which makes large pairs with small distances cheap.
 
 mod anchored;
+mod banded;
 mod bounds;
 mod matching;
 mod side;
@@ -30,6 +33,8 @@ pub struct Limits {
     pub region_work: u64,
     /// All exact regions together; past it, remaining gaps are split without exact runs.
     pub total_work: u64,
+    /// Banded Zhang–Shasha cells that may settle a bound the rest left uncertified.
+    pub band_work: u64,
     /// Checked between steps; past it, whatever is left is deleted and inserted wholesale.
     pub deadline: Instant,
 }
@@ -39,6 +44,7 @@ impl Default for Limits {
         Limits {
             region_work: 1_000_000,
             total_work: 8_000_000,
+            band_work: 8_000_000,
             deadline: Instant::now() + Duration::from_secs(2),
         }
     }
@@ -104,13 +110,8 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
         value = value.min(guided).min(matched);
     }
     if lower < value && Instant::now() < limits.deadline {
-        // A small pair the decompositions could not certify (its regions split badly) may
-        // still fit whole in what is left of the file's budget.
         let left = limits.total_work.saturating_sub(spent);
-        let mut zs = ZhangShasha::default();
-        let work_a = zs.work(whole_a.sizes, left / whole_b.sizes.len() as u64);
-        if work_a.saturating_mul(zs.work(whole_b.sizes, left / work_a)) <= left {
-            let exact = zs.distance(whole_a, whole_b);
+        if let Some(exact) = certify(whole_a, whole_b, lower, value, left, limits.band_work) {
             return Distance {
                 value: exact,
                 exact: true,
@@ -119,4 +120,37 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
     }
     let exact = lower == value;
     Distance { value, exact }
+}
+
+/// The exact distance of a pair the decompositions left between `lower` and `upper`: whole by
+/// Zhang–Shasha when what is left of the file's budget (`left`) holds it (a small pair whose
+/// regions split badly), else by the band below `upper` within `band_budget` cells (a large
+/// pair whose distance is small). `None` when neither fits.
+fn certify(
+    a: Forest<'_>,
+    b: Forest<'_>,
+    lower: u64,
+    upper: u64,
+    left: u64,
+    band_budget: u64,
+) -> Option<u64> {
+    let mut zs = ZhangShasha::default();
+    let work_a = zs.work(a.sizes, left / b.sizes.len() as u64);
+    if work_a.saturating_mul(zs.work(b.sizes, left / work_a)) <= left {
+        return Some(zs.distance(a, b));
+    }
+    let mut band = banded::Banded::default();
+    let mut budget = band_budget;
+    // First a width a little above the lower bound, where most distances sit (the band's
+    // cost grows with its width); the upper bound always settles it, since the distance is
+    // below it or equal to it.
+    let guess = lower + lower / 8 + 2;
+    for k in [guess, upper].into_iter().filter(|&k| k <= upper) {
+        let (below, cells) = band.distance_below(a, b, u32::try_from(k).ok()?, budget)?;
+        if below < k || k == upper {
+            return Some(below);
+        }
+        budget -= cells;
+    }
+    None
 }

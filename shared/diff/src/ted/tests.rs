@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 
 use super::anchored::Engine;
+use super::banded::Banded;
 use super::bounds::{bit_parallel, edit_distance_capped, landau_vishkin, preorder};
 use super::matching::mapping;
 use super::side::Side;
 use super::zhang_shasha::{Forest, ZhangShasha};
-use super::{Distance, Limits, distance};
+use super::{Distance, Limits, certify, distance};
 use crate::tree::Tree;
 
 fn tree(text: &str) -> Tree {
@@ -21,6 +22,7 @@ fn far_limits(region_work: u64, total_work: u64) -> Limits {
     Limits {
         region_work,
         total_work,
+        band_work: total_work,
         deadline: Instant::now() + Duration::from_secs(600),
     }
 }
@@ -316,6 +318,7 @@ fn past_deadline_still_returns_an_upper_bound() {
     let limits = Limits {
         region_work: 0,
         total_work: 0,
+        band_work: 0,
         deadline: Instant::now(),
     };
     let result = distance(&a, &b, &limits);
@@ -506,6 +509,47 @@ proptest! {
         // No region may be solved on its own, but the file's budget holds the whole pair.
         let result = distance(&a, &b, &far_limits(0, u64::MAX));
         prop_assert_eq!(result, Distance { value: naive(&a, &b), exact: true });
+    }
+
+    #[test]
+    fn the_band_answers_every_distance_below_its_width((a, b) in tree_pair()) {
+        let exact = naive(&a, &b);
+        let labels = a.labels_in(&b);
+        let (fa, fb) = (
+            Forest { labels: &labels, sizes: a.sizes() },
+            Forest { labels: b.labels(), sizes: b.sizes() },
+        );
+        let mut banded = Banded::default();
+        for k in [1, 2, 3, exact.saturating_sub(1), exact, exact + 1, exact + 7, 200] {
+            let k = u32::try_from(k.max(1)).unwrap();
+            let (below, cells) = banded.distance_below(fa, fb, k, u64::MAX).unwrap();
+            prop_assert_eq!(below, exact.min(u64::from(k)), "k {}", k);
+            if cells > 0 {
+                prop_assert_eq!(banded.distance_below(fa, fb, k, cells - 1), None);
+            }
+        }
+    }
+
+    #[test]
+    fn an_uncertified_bound_is_settled_exactly(
+        (a, b) in tree_pair(),
+        lower_share in 0u64..=4,
+        slack in prop::sample::select(vec![0u64, 1, 3, 20]),
+    ) {
+        let exact = naive(&a, &b);
+        let labels = a.labels_in(&b);
+        let (fa, fb) = (
+            Forest { labels: &labels, sizes: a.sizes() },
+            Forest { labels: b.labels(), sizes: b.sizes() },
+        );
+        let (lower, upper) = (exact * lower_share / 4, exact + slack);
+        // Nothing left for the whole pair: the band settles it, from its guess or the bound.
+        prop_assert_eq!(certify(fa, fb, lower, upper, 0, u64::MAX), Some(exact));
+        // The whole pair fits what is left: Zhang–Shasha settles it, the band unused.
+        prop_assert_eq!(certify(fa, fb, lower, upper, u64::MAX, 0), Some(exact));
+        // Neither fits: nothing, unless the sizes alone settle it.
+        let none = certify(fa, fb, lower, upper, 0, 0);
+        prop_assert!(none.is_none() || none == Some(exact), "{:?}", none);
     }
 
     #[test]

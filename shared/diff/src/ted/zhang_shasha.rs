@@ -152,7 +152,12 @@ impl ZhangShasha {
 }
 
 /// Leftmost leaves and keyroots (ascending, the virtual root `n` last) of one forest.
-fn prepare(sizes: &[u32], left: &mut Vec<u32>, keyroots: &mut Vec<u32>, seen: &mut Vec<bool>) {
+pub(super) fn prepare(
+    sizes: &[u32],
+    left: &mut Vec<u32>,
+    keyroots: &mut Vec<u32>,
+    seen: &mut Vec<bool>,
+) {
     let n = sizes.len();
     left.clear();
     left.extend(

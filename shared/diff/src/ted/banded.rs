@@ -1,0 +1,292 @@
+//! Zhang–Shasha restricted to a diagonal band, for distances known to be small (after Touzet,
+//! "A linear tree edit distance algorithm for similar ordered trees", CPM 2005).
+//!
+//! A valid mapping keeps postorder: every table cell (x, y) the recursion visits for it splits
+//! its pairs into those before both x and y and those after both (postorder indices). The
+//! nodes up to x and up to y then differ only by deletions and insertions, and so do the nodes
+//! after them: a mapping of cost below `k` visits only cells with
+//! `|x − y| + |(n − x) − (m − y)| < k`, a diagonal band about `k` wide. Cells outside it stand
+//! at "too far", never below their true value, so no cell computed from them falls below its
+//! own (the recursion only adds and takes minima), and any distance below `k` comes out exact. One run answers `min(distance, k)` in about
+//! `work(a) * k` cells instead of `work(a) * work(b)`: with `k` set to an upper bound, the
+//! exact distance of a pair whose bound is close. The same argument on leftmost leaves
+//! skips the keyroot passes whose leaves are `k` or more apart.
+
+use super::zhang_shasha::{Forest, prepare};
+
+/// "Too far": above any distance, and two of them plus a path's length still fit a `u32`.
+const FAR: u32 = u32::MAX / 4;
+
+/// Reusable tables: tree distances, and one pass's forest distances, each row holding the
+/// band's cells of that row and a last slot that always reads [`FAR`].
+#[derive(Debug, Default)]
+pub(super) struct Banded {
+    seen: Vec<bool>,
+    left_a: Vec<u32>,
+    left_b: Vec<u32>,
+    keyroots_a: Vec<u32>,
+    keyroots_b: Vec<u32>,
+    /// Keyroots of a (leftmost leaf, keyroot), by leaf.
+    by_leaf: Vec<(u32, u32)>,
+    passes: Vec<Pass>,
+    band: Band,
+    tree: Vec<u32>,
+    forest: Vec<u32>,
+}
+
+/// What a run will take, from [`Banded::plan`].
+enum Plan {
+    /// Nothing to compute: an empty forest, or sizes `k` or more apart.
+    Settled,
+    OverBudget,
+    /// Cells (and table entries) the run takes.
+    Cells(u64),
+}
+
+/// The cells kept: `x − y` (postorder indices) within `low..=high`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Band {
+    low: isize,
+    high: isize,
+}
+
+impl Band {
+    /// The band of forests of `n` and `m` nodes for distances below `k`, or `None` when
+    /// the sizes alone differ by `k` or more.
+    fn new(n: usize, m: usize, k: u32) -> Option<Band> {
+        let (d, spare) = (n as isize - m as isize, k as isize - 1);
+        // |δ| + |d − δ| ≤ spare: between 0 and d the sum is |d|, beyond it grows by 2 a step.
+        (d.abs() <= spare).then(|| Band {
+            low: (d - spare).div_euclid(2) + (d - spare).rem_euclid(2),
+            high: (d + spare).div_euclid(2),
+        })
+    }
+
+    /// Cells per row; slot `width()` is the far slot.
+    fn width(self) -> usize {
+        (self.high - self.low + 1) as usize
+    }
+
+    /// Where column y of row x sits in the row (`x` and `y` may be −1: the empty forests).
+    fn slot(self, x: isize, y: isize) -> Option<usize> {
+        let slot = self.high - x + y;
+        (0..self.width() as isize)
+            .contains(&slot)
+            .then_some(slot as usize)
+    }
+}
+
+/// One keyroot pass: the rows `li..end_i` against the columns `lj..end_j` (postorder indices);
+/// a virtual root covers the whole forest.
+#[derive(Debug, Clone, Copy)]
+struct Pass {
+    li: usize,
+    end_i: usize,
+    lj: usize,
+    end_j: usize,
+}
+
+impl Pass {
+    /// The rows holding a cell of the band, column lj − 1 (the empty forest) included: a
+    /// base cell the band reaches may sit there. None: the pass is skipped.
+    fn rows(self, band: Band) -> std::ops::Range<usize> {
+        let first = (self.lj as isize - 1 + band.low).max(self.li as isize);
+        let end = (self.end_j as isize + band.high).min(self.end_i as isize);
+        first as usize..end.max(first) as usize
+    }
+
+    /// The band's first and last column of row x past the empty forest, if any.
+    fn columns(self, band: Band, x: usize) -> Option<(usize, usize)> {
+        let x = x as isize;
+        let low = (x - band.high).max(self.lj as isize);
+        let high = (x - band.low).min(self.end_j as isize - 1);
+        (low <= high).then_some((low as usize, high as usize))
+    }
+}
+
+impl Banded {
+    /// `min(distance(a, b), k)` — the exact unit-cost forest distance when it is below `k`,
+    /// else `k` — and the table cells it took; `None`, before any work, when it would take
+    /// more than `budget` cells. Memory: two tables of `(|a| + 1) * (k + 1)` entries at most,
+    /// counted in the cells.
+    pub fn distance_below(
+        &mut self,
+        a: Forest<'_>,
+        b: Forest<'_>,
+        k: u32,
+        budget: u64,
+    ) -> Option<(u64, u64)> {
+        let (n, m) = (a.labels.len(), b.labels.len());
+        let cells = match self.plan(a.sizes, b.sizes, k, budget) {
+            // An empty forest costs the other's size; sizes k apart cost at least k.
+            Plan::Settled => return Some((((n + m) as u64).min(u64::from(k)), 0)),
+            Plan::OverBudget => return None,
+            Plan::Cells(cells) => cells,
+        };
+        let w = self.band.width() + 1;
+        self.tree.clear();
+        self.tree.resize(n * w, FAR);
+        if self.forest.len() < (n + 1) * w {
+            self.forest.resize((n + 1) * w, FAR);
+        }
+        let passes = std::mem::take(&mut self.passes);
+        for &pass in &passes {
+            self.pass(a, b, pass);
+        }
+        self.passes = passes;
+        // The virtual roots' pass ends on the whole forests: row n, column m − 1.
+        let slot = self.band.slot(n as isize - 1, m as isize - 1);
+        let last = slot.map_or(FAR, |c| self.forest[n * w + c]);
+        Some((u64::from(last.min(k)), cells))
+    }
+
+    /// The band, keyroots and passes of a run, and what it costs: the cells its passes fill
+    /// (an upper bound), the keyroot pairs examined and the tables' entries, each counted
+    /// as a cell, so that `budget` bounds its time and memory before any of it is spent.
+    fn plan(&mut self, a: &[u32], b: &[u32], k: u32, budget: u64) -> Plan {
+        let (n, m) = (a.len(), b.len());
+        let Some(band) = Band::new(n, m, k).filter(|_| n > 0 && m > 0) else {
+            return Plan::Settled;
+        };
+        self.band = band;
+        let width = band.width() as u64;
+        let mut total = (n as u64 + 1) * (width + 1);
+        if total > budget {
+            return Plan::OverBudget;
+        }
+        prepare(a, &mut self.left_a, &mut self.keyroots_a, &mut self.seen);
+        prepare(b, &mut self.left_b, &mut self.keyroots_b, &mut self.seen);
+        let k = k as usize;
+        let span = |left: &[u32], root: u32, len: usize| {
+            let root = root as usize;
+            if root == len {
+                (0, len)
+            } else {
+                (left[root] as usize, root + 1)
+            }
+        };
+        // Keyroots of a by leftmost leaf (each leaf has one; leaf 0: the virtual root).
+        self.by_leaf.clear();
+        self.by_leaf.extend(
+            self.keyroots_a
+                .iter()
+                .map(|&i| (span(&self.left_a, i, n).0 as u32, i)),
+        );
+        self.by_leaf.sort_unstable();
+        self.passes.clear();
+        let mut column = Vec::new();
+        // Keyroots of b outermost and of a ascending, as in `ZhangShasha`: every tree distance
+        // a pass reads was written by an earlier one.
+        for &j in &self.keyroots_b {
+            let (lj, end_j) = span(&self.left_b, j, m);
+            // A pass yields the tree distances of nodes whose leftmost leaves are li and lj,
+            // and a mapping of cost below k maps no two nodes whose leftmost leaves are k
+            // apart (the nodes before those leaves differ by deletions and insertions alone).
+            let from = self
+                .by_leaf
+                .partition_point(|&(leaf, _)| leaf as usize + k <= lj);
+            let to = self
+                .by_leaf
+                .partition_point(|&(leaf, _)| (leaf as usize) < lj + k);
+            column.clear();
+            column.extend(self.by_leaf[from..to.max(from)].iter().map(|&(_, i)| i));
+            column.sort_unstable();
+            total += column.len() as u64;
+            for &i in &column {
+                let (li, end_i) = span(&self.left_a, i, n);
+                let pass = Pass {
+                    li,
+                    end_i,
+                    lj,
+                    end_j,
+                };
+                let rows = pass.rows(band).len() as u64;
+                if rows > 0 {
+                    total += rows * ((end_j - lj) as u64).min(width);
+                    self.passes.push(pass);
+                }
+            }
+            if total > budget {
+                return Plan::OverBudget;
+            }
+        }
+        Plan::Cells(total)
+    }
+
+    /// One keyroot pass over the band. Row `r` is node `x = li + r − 1` (row 0: the empty
+    /// forest before li), and column lj − 1 is the empty forest before lj.
+    fn pass(&mut self, a: Forest<'_>, b: Forest<'_>, pass: Pass) {
+        let band = self.band;
+        let w = band.width() + 1;
+        let far = w - 1;
+        let Pass { li, lj, end_j, .. } = pass;
+        // Row 0 against lj..y costs the insertions.
+        let row0 = &mut self.forest[..w];
+        row0[far] = FAR;
+        let x0 = li as isize - 1;
+        for y in (lj as isize - 1)..end_j as isize {
+            if let Some(c) = band.slot(x0, y) {
+                row0[c] = (y + 1 - lj as isize) as u32;
+            }
+        }
+        let (left_a, left_b) = (&self.left_a[..], &self.left_b[..]);
+        for x in pass.rows(band) {
+            let r = x - li + 1;
+            let (done, rest) = self.forest.split_at_mut(r * w);
+            let prev = &done[(r - 1) * w..];
+            let cur = &mut rest[..w];
+            cur[far] = FAR;
+            // The forest li..x against the empty one costs its r deletions.
+            let column0 = match band.slot(x as isize, lj as isize - 1) {
+                Some(c) => {
+                    cur[c] = r as u32;
+                    r as u32
+                }
+                None => FAR,
+            };
+            let Some((lo, hi)) = pass.columns(band, x) else {
+                continue;
+            };
+            let c_lo = band.high as usize + lo - x;
+            let c_hi = c_lo + (hi - lo);
+            let mut last = if lo == lj { column0 } else { FAR };
+            let lx = left_a[x] as usize;
+            let base = &done[(lx - li) * w..(lx - li + 1) * w];
+            let tree_row = &mut self.tree[x * w..(x + 1) * w];
+            // The slot of (lx − 1, ly − 1) in the base row; past the band it wraps or runs
+            // beyond the row, and the clamp lands on the far slot.
+            let shift = band.high - lx as isize;
+            let base_slot = |ly: u32| ((ly as isize + shift) as usize).min(far);
+            // Cell (x, y) reads (x − 1, y − 1) and (x − 1, y) at the same slot and the next
+            // one of the row above; the row's far slot stands for (x − 1, x − band.low).
+            let cells = cur[c_lo..=c_hi]
+                .iter_mut()
+                .zip(prev[c_lo..=c_hi + 1].windows(2))
+                .zip(&left_b[lo..=hi]);
+            if lx == li {
+                let label = a.labels[x];
+                for (((cell, up), &ly), (&label_y, t)) in
+                    cells.zip(b.labels[lo..=hi].iter().zip(&mut tree_row[c_lo..=c_hi]))
+                {
+                    let trees = ly as usize == lj;
+                    let other = if trees {
+                        (up[1] + 1).min(up[0] + u32::from(label != label_y))
+                    } else {
+                        (up[1] + 1).min(base[base_slot(ly)] + *t)
+                    };
+                    last = other.min(last + 1);
+                    if trees {
+                        *t = last;
+                    }
+                    *cell = last;
+                }
+            } else {
+                for (((cell, up), &ly), &t) in cells.zip(&tree_row[c_lo..=c_hi]) {
+                    let other = (up[1] + 1).min(base[base_slot(ly)] + t);
+                    last = other.min(last + 1);
+                    *cell = last;
+                }
+            }
+        }
+    }
+}
