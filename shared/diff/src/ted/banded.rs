@@ -10,7 +10,9 @@
 //! own (the recursion only adds and takes minima), and any distance below `k` comes out exact. One run answers `min(distance, k)` in about
 //! `work(a) * k` cells instead of `work(a) * work(b)`: with `k` set to an upper bound, the
 //! exact distance of a pair whose bound is close. The same argument on leftmost leaves
-//! skips the keyroot passes whose leaves are `k` or more apart.
+//! narrows each keyroot pass: its cells also pay `|li − lj|` for the nodes before the two
+//! leaves, so every pass gets its own, narrower band, and passes whose leaves are too far
+//! apart are skipped.
 
 use super::zhang_shasha::{Forest, prepare};
 
@@ -51,14 +53,19 @@ struct Band {
 }
 
 impl Band {
-    /// The band of forests of `n` and `m` nodes for distances below `k`, or `None` when
-    /// the sizes alone differ by `k` or more.
-    fn new(n: usize, m: usize, k: u32) -> Option<Band> {
-        let (d, spare) = (n as isize - m as isize, k as isize - 1);
-        // |δ| + |d − δ| ≤ spare: between 0 and d the sum is |d|, beyond it grows by 2 a step.
-        (d.abs() <= spare).then(|| Band {
-            low: (d - spare).div_euclid(2) + (d - spare).rem_euclid(2),
-            high: (d + spare).div_euclid(2),
+    /// The band of a pass over forests of `n` and `m` nodes whose leftmost leaves are `lead`
+    /// apart (`li − lj`; 0 for the whole forests), for distances below `k`: a cell (x, y) costs
+    /// at least `|lead|` for the nodes before the leaves, `|(x − y) − lead|` between them and
+    /// x, y, and `|(n − m) − (x − y)|` after. `None` when that is `k` or more everywhere.
+    fn new(n: usize, m: usize, k: u32, lead: isize) -> Option<Band> {
+        let d = n as isize - m as isize;
+        let spare = k as isize - 1 - lead.abs();
+        // Between lead and d the sum is |d − lead|; beyond them it grows by 2 a step.
+        let (low, high) = (lead.min(d), lead.max(d));
+        let reach = spare - (high - low);
+        (reach >= 0).then(|| Band {
+            low: low - reach / 2,
+            high: high + reach / 2,
         })
     }
 
@@ -76,30 +83,31 @@ impl Band {
     }
 }
 
-/// One keyroot pass: the rows `li..end_i` against the columns `lj..end_j` (postorder indices);
-/// a virtual root covers the whole forest.
+/// One keyroot pass: the rows `li..end_i` against the columns `lj..end_j` (postorder indices;
+/// a virtual root covers the whole forest), over its band.
 #[derive(Debug, Clone, Copy)]
 struct Pass {
     li: usize,
     end_i: usize,
     lj: usize,
     end_j: usize,
+    band: Band,
 }
 
 impl Pass {
     /// The rows holding a cell of the band, column lj − 1 (the empty forest) included: a
     /// base cell the band reaches may sit there. None: the pass is skipped.
-    fn rows(self, band: Band) -> std::ops::Range<usize> {
-        let first = (self.lj as isize - 1 + band.low).max(self.li as isize);
-        let end = (self.end_j as isize + band.high).min(self.end_i as isize);
+    fn rows(self) -> std::ops::Range<usize> {
+        let first = (self.lj as isize - 1 + self.band.low).max(self.li as isize);
+        let end = (self.end_j as isize + self.band.high).min(self.end_i as isize);
         first as usize..end.max(first) as usize
     }
 
     /// The band's first and last column of row x past the empty forest, if any.
-    fn columns(self, band: Band, x: usize) -> Option<(usize, usize)> {
+    fn columns(self, x: usize) -> Option<(usize, usize)> {
         let x = x as isize;
-        let low = (x - band.high).max(self.lj as isize);
-        let high = (x - band.low).min(self.end_j as isize - 1);
+        let low = (x - self.band.high).max(self.lj as isize);
+        let high = (x - self.band.low).min(self.end_j as isize - 1);
         (low <= high).then_some((low as usize, high as usize))
     }
 }
@@ -145,7 +153,7 @@ impl Banded {
     /// as a cell, so that `budget` bounds its time and memory before any of it is spent.
     fn plan(&mut self, a: &[u32], b: &[u32], k: u32, budget: u64) -> Plan {
         let (n, m) = (a.len(), b.len());
-        let Some(band) = Band::new(n, m, k).filter(|_| n > 0 && m > 0) else {
+        let Some(band) = Band::new(n, m, k, 0).filter(|_| n > 0 && m > 0) else {
             return Plan::Settled;
         };
         self.band = band;
@@ -179,9 +187,10 @@ impl Banded {
         // a pass reads was written by an earlier one.
         for &j in &self.keyroots_b {
             let (lj, end_j) = span(&self.left_b, j, m);
-            // A pass yields the tree distances of nodes whose leftmost leaves are li and lj,
-            // and a mapping of cost below k maps no two nodes whose leftmost leaves are k
-            // apart (the nodes before those leaves differ by deletions and insertions alone).
+            // A pass yields the tree distances of nodes whose leftmost leaves are li and lj;
+            // a mapping of cost below k maps no two nodes whose leftmost leaves are k apart
+            // (the nodes before those leaves differ by deletions and insertions alone), and
+            // each pass's band narrows with |li − lj|.
             let from = self
                 .by_leaf
                 .partition_point(|&(leaf, _)| leaf as usize + k <= lj);
@@ -194,15 +203,19 @@ impl Banded {
             total += column.len() as u64;
             for &i in &column {
                 let (li, end_i) = span(&self.left_a, i, n);
+                let Some(band) = Band::new(n, m, k as u32, li as isize - lj as isize) else {
+                    continue;
+                };
                 let pass = Pass {
                     li,
                     end_i,
                     lj,
                     end_j,
+                    band,
                 };
-                let rows = pass.rows(band).len() as u64;
+                let rows = pass.rows().len() as u64;
                 if rows > 0 {
-                    total += rows * ((end_j - lj) as u64).min(width);
+                    total += rows * ((end_j - lj) as u64).min(band.width() as u64);
                     self.passes.push(pass);
                 }
             }
@@ -213,13 +226,22 @@ impl Banded {
         Plan::Cells(total)
     }
 
-    /// One keyroot pass over the band. Row `r` is node `x = li + r − 1` (row 0: the empty
-    /// forest before li), and column lj − 1 is the empty forest before lj.
+    /// One keyroot pass over its band. Row `r` is node `x = li + r − 1` (row 0: the empty
+    /// forest before li), and column lj − 1 is the empty forest before lj. The pass's rows use
+    /// its own band; the tree distances, read across passes, use the whole forests' band.
     fn pass(&mut self, a: Forest<'_>, b: Forest<'_>, pass: Pass) {
-        let band = self.band;
+        let Pass {
+            li,
+            lj,
+            end_j,
+            band,
+            ..
+        } = pass;
         let w = band.width() + 1;
         let far = w - 1;
-        let Pass { li, lj, end_j, .. } = pass;
+        let tree_width = self.band.width() + 1;
+        // A pass's band lies inside the whole forests' band: its slot c is their c + offset.
+        let offset = (self.band.high - band.high) as usize;
         // Row 0 against lj..y costs the insertions.
         let row0 = &mut self.forest[..w];
         row0[far] = FAR;
@@ -230,7 +252,7 @@ impl Banded {
             }
         }
         let (left_a, left_b) = (&self.left_a[..], &self.left_b[..]);
-        for x in pass.rows(band) {
+        for x in pass.rows() {
             let r = x - li + 1;
             let (done, rest) = self.forest.split_at_mut(r * w);
             let prev = &done[(r - 1) * w..];
@@ -244,15 +266,15 @@ impl Banded {
                 }
                 None => FAR,
             };
-            let Some((lo, hi)) = pass.columns(band, x) else {
+            let Some((lo, hi)) = pass.columns(x) else {
                 continue;
             };
-            let c_lo = band.high as usize + lo - x;
+            let c_lo = (band.high - x as isize + lo as isize) as usize;
             let c_hi = c_lo + (hi - lo);
             let mut last = if lo == lj { column0 } else { FAR };
             let lx = left_a[x] as usize;
             let base = &done[(lx - li) * w..(lx - li + 1) * w];
-            let tree_row = &mut self.tree[x * w..(x + 1) * w];
+            let tree_row = &mut self.tree[x * tree_width + offset..][..far];
             // The slot of (lx − 1, ly − 1) in the base row; past the band it wraps or runs
             // beyond the row, and the clamp lands on the far slot.
             let shift = band.high - lx as isize;
