@@ -7,9 +7,10 @@
 //! after them: a mapping of cost below `k` visits only cells with
 //! `|x − y| + |(n − x) − (m − y)| < k`, a diagonal band about `k` wide. Cells outside it stand
 //! at "too far", never below their true value, so no cell computed from them falls below its
-//! own (the recursion only adds and takes minima), and any distance below `k` comes out exact. One run answers `min(distance, k)` in about
-//! `work(a) * k` cells instead of `work(a) * work(b)`: with `k` set to an upper bound, the
-//! exact distance of a pair whose bound is close. The same argument on leftmost leaves
+//! own (the recursion only adds and takes minima), and any distance below `k` comes out
+//! exact. One run answers `min(distance, k)` in about `work(a) * k` cells instead of
+//! `work(a) * work(b)`: with `k` set to an upper bound, the exact distance of a pair whose
+//! bound is close. The same argument on leftmost leaves
 //! narrows each keyroot pass: its cells also pay `|li − lj|` for the nodes before the two
 //! leaves, so every pass gets its own, narrower band, and passes whose leaves are too far
 //! apart are skipped.
