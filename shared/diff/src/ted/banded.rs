@@ -15,7 +15,7 @@
 //! leaves, so every pass gets its own, narrower band, and passes whose leaves are too far
 //! apart are skipped.
 
-use super::zhang_shasha::{Forest, prepare};
+use super::zhang_shasha::{Forest, keyroot_span, prepare};
 
 /// "Too far": above any distance, and two of them plus a path's length still fit a `u32`.
 const FAR: u32 = u32::MAX / 4;
@@ -166,20 +166,12 @@ impl Banded {
         prepare(a, &mut self.left_a, &mut self.keyroots_a, &mut self.seen);
         prepare(b, &mut self.left_b, &mut self.keyroots_b, &mut self.seen);
         let k = k as usize;
-        let span = |left: &[u32], root: u32, len: usize| {
-            let root = root as usize;
-            if root == len {
-                (0, len)
-            } else {
-                (left[root] as usize, root + 1)
-            }
-        };
         // Keyroots of a by leftmost leaf (each leaf has one; leaf 0: the virtual root).
         self.by_leaf.clear();
         self.by_leaf.extend(
             self.keyroots_a
                 .iter()
-                .map(|&i| (span(&self.left_a, i, n).0 as u32, i)),
+                .map(|&i| (keyroot_span(&self.left_a, i).0 as u32, i)),
         );
         self.by_leaf.sort_unstable();
         self.passes.clear();
@@ -187,7 +179,7 @@ impl Banded {
         // Keyroots of b outermost and of a ascending, as in `ZhangShasha`: every tree distance
         // a pass reads was written by an earlier one.
         for &j in &self.keyroots_b {
-            let (lj, end_j) = span(&self.left_b, j, m);
+            let (lj, end_j) = keyroot_span(&self.left_b, j);
             // A pass yields the tree distances of nodes whose leftmost leaves are li and lj;
             // a mapping of cost below k maps no two nodes whose leftmost leaves are k apart
             // (the nodes before those leaves differ by deletions and insertions alone), and
@@ -203,7 +195,7 @@ impl Banded {
             column.sort_unstable();
             total += column.len() as u64;
             for &i in &column {
-                let (li, end_i) = span(&self.left_a, i, n);
+                let (li, end_i) = keyroot_span(&self.left_a, i);
                 let Some(band) = Band::new(n, m, k as u32, li as isize - lj as isize) else {
                     continue;
                 };
@@ -243,14 +235,12 @@ impl Banded {
         let tree_width = self.band.width() + 1;
         // A pass's band lies inside the whole forests' band: its slot c is their c + offset.
         let offset = (self.band.high - band.high) as usize;
-        // Row 0 against lj..y costs the insertions.
+        // Row 0 against lj..y costs the insertions; only the band's columns of it.
         let row0 = &mut self.forest[..w];
         row0[far] = FAR;
         let x0 = li as isize - 1;
-        for y in (lj as isize - 1)..end_j as isize {
-            if let Some(c) = band.slot(x0, y) {
-                row0[c] = (y + 1 - lj as isize) as u32;
-            }
+        for y in (lj as isize - 1).max(x0 - band.high)..=(end_j as isize - 1).min(x0 - band.low) {
+            row0[(band.high - x0 + y) as usize] = (y + 1 - lj as isize) as u32;
         }
         let (left_a, left_b) = (&self.left_a[..], &self.left_b[..]);
         for x in pass.rows() {

@@ -84,20 +84,10 @@ impl ZhangShasha {
         // Keyroots of b outermost: the passes for one of them read tree distances from the
         // same few columns of every row, which then stay in cache across the inner loop.
         for &j in &self.keyroots_b {
-            let j = j as usize;
-            let (lj, end_j) = if j == m {
-                (0, m)
-            } else {
-                (left_b[j] as usize, j + 1)
-            };
+            let (lj, end_j) = keyroot_span(left_b, j);
             width = end_j - lj + 1;
             for &i in &self.keyroots_a {
-                let i = i as usize;
-                let (li, end_i) = if i == n {
-                    (0, n)
-                } else {
-                    (left_a[i] as usize, i + 1)
-                };
+                let (li, end_i) = keyroot_span(left_a, i);
                 for (dy, cell) in forest[..width].iter_mut().enumerate() {
                     *cell = dy as u32;
                 }
@@ -148,6 +138,17 @@ impl ZhangShasha {
         }
         // The last pass pairs the two virtual roots; its last cell is the answer.
         u64::from(forest[n * width + m])
+    }
+}
+
+/// The postorder range `first..end` a keyroot's pass covers, given the forest's leftmost
+/// leaves: its subtree, or the whole forest for the virtual root (`root == left.len()`).
+pub(super) fn keyroot_span(left: &[u32], root: u32) -> (usize, usize) {
+    let root = root as usize;
+    if root == left.len() {
+        (0, root)
+    } else {
+        (left[root] as usize, root + 1)
     }
 }
 
