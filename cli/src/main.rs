@@ -62,6 +62,13 @@ enum BudgetCommand {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if matches!(args.command, Command::Train { .. }) {
+        // SAFETY: before the async runtime starts, this is the process's only thread.
+        #[allow(unsafe_code, reason = "process-wide settings before any thread starts")]
+        unsafe {
+            agentrl_train::process::prepare()
+        };
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

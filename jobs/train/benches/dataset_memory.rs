@@ -29,6 +29,12 @@ const CONFIG: &str = r#"{"seed": 1, "checkpoint_every": 0, "eval_every": 0, "mic
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("child") {
+        // As the `train` commands do (before any thread: nothing has started one yet).
+        // SAFETY: this process has one thread.
+        #[allow(unsafe_code, reason = "process-wide settings before any thread starts")]
+        unsafe {
+            agentrl_train::process::prepare()
+        };
         return child(
             Path::new(&args[2]),
             Path::new(&args[3]),

@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use candle_core::{DType, Tensor, Var, backprop::GradStore};
+use candle_core::{
+    CpuStorage, DType, Device, InplaceOp2, InplaceOp3, Layout, Tensor, Var, backprop::GradStore,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, TrainError};
@@ -204,6 +206,17 @@ impl AdamW {
     /// # Errors
     /// A non-finite gradient norm (the step is skipped and nothing changes), tensor errors.
     pub fn step(&mut self, vars: &[(String, Var)], grads: &Accumulator, lr: f64) -> Result<f64> {
+        self.step_with(vars, grads, lr, true)
+    }
+
+    /// [`Self::step`], with the in-place update allowed or not (tests compare the two).
+    fn step_with(
+        &mut self,
+        vars: &[(String, Var)],
+        grads: &Accumulator,
+        lr: f64,
+        allow_in_place: bool,
+    ) -> Result<f64> {
         let norm = grads.norm()?;
         if !norm.is_finite() {
             return Err(TrainError::Data(format!(
@@ -221,18 +234,24 @@ impl AdamW {
         let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
         for (i, (_, var)) in vars.iter().enumerate() {
             let Some(g) = grads.get(i) else { continue };
-            let g = (g * clip)?;
-            self.m[i] = ((&self.m[i] * b1)? + (&g * (1.0 - b1))?)?;
-            self.v[i] = ((&self.v[i] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
-            let update = ((&self.m[i] / c1)? / ((&self.v[i] / c2)?.sqrt()? + self.config.eps)?)?;
-            let p = var.as_tensor().detach().to_dtype(DType::F32)?;
-            let decay = if var.rank() >= 2 {
-                self.config.weight_decay
-            } else {
-                0.0
+            let update = Update {
+                lr,
+                decay: if var.rank() >= 2 {
+                    self.config.weight_decay
+                } else {
+                    0.0
+                },
+                betas: [b1, b2],
+                corrections: [c1, c2],
+                eps: self.config.eps,
+                clip,
             };
-            let next = ((p * (1.0 - lr * decay))? - (update * lr)?)?;
-            var.set(&next.to_dtype(var.dtype())?)?;
+            if allow_in_place && in_place(var) {
+                update.in_place(var, g, &self.m[i], &self.v[i])?;
+            } else {
+                let (m, v) = update.composed(var, g, &self.m[i], &self.v[i])?;
+                (self.m[i], self.v[i]) = (m, v);
+            }
         }
         Ok(norm)
     }
@@ -282,5 +301,238 @@ impl AdamW {
             .copied()
             .unwrap_or(0.0) as u64;
         Ok(())
+    }
+}
+
+/// One variable's AdamW update: the step's rate, decay, bias corrections and clip factor.
+#[derive(Debug, Clone, Copy)]
+struct Update {
+    lr: f64,
+    decay: f64,
+    betas: [f64; 2],
+    /// `1 − βᵗ` of each moment.
+    corrections: [f64; 2],
+    eps: f64,
+    /// The global-norm clip factor applied to the gradient.
+    clip: f64,
+}
+
+/// Whether the update of `var` runs in place: fp32 on the CPU.
+fn in_place(var: &Var) -> bool {
+    matches!(var.device(), Device::Cpu) && var.dtype() == DType::F32
+}
+
+impl Update {
+    /// The update as tensor ops (any device and dtype): returns the new moments and sets the
+    /// variable. Each op allocates its result, a dozen per variable.
+    fn composed(&self, var: &Var, g: &Tensor, m: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+        let [b1, b2] = self.betas;
+        let [c1, c2] = self.corrections;
+        let g = (g * self.clip)?;
+        let m = ((m * b1)? + (&g * (1.0 - b1))?)?;
+        let v = ((v * b2)? + (g.sqr()? * (1.0 - b2))?)?;
+        let step = ((&m / c1)? / ((&v / c2)?.sqrt()? + self.eps)?)?;
+        let p = var.as_tensor().detach().to_dtype(DType::F32)?;
+        let next = ((p * (1.0 - self.lr * self.decay))? - (step * self.lr)?)?;
+        var.set(&next.to_dtype(var.dtype())?)?;
+        Ok((m, v))
+    }
+
+    /// The same update written into the moments and the variable's own storage: three passes
+    /// over the elements and no allocation (fp32 CPU tensors, see [`in_place`]).
+    fn in_place(&self, var: &Var, g: &Tensor, m: &Tensor, v: &Tensor) -> Result<()> {
+        let [b1, b2] = self.betas;
+        m.inplace_op2(
+            g,
+            &Moment {
+                beta: b1 as f32,
+                clip: self.clip as f32,
+                square: false,
+            },
+        )?;
+        v.inplace_op2(
+            g,
+            &Moment {
+                beta: b2 as f32,
+                clip: self.clip as f32,
+                square: true,
+            },
+        )?;
+        var.as_tensor().inplace_op3(m, v, self)?;
+        Ok(())
+    }
+}
+
+/// The contiguous fp32 elements of a CPU tensor's storage.
+fn f32s<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
+    let (CpuStorage::F32(all), Some((a, b))) = (s, l.contiguous_offsets()) else {
+        candle_core::bail!("{op}: expects a contiguous fp32 tensor");
+    };
+    Ok(&all[a..b])
+}
+
+/// `moment ← β·moment + (1 − β)·x` with `x` the clipped gradient, or its square.
+struct Moment {
+    beta: f32,
+    clip: f32,
+    square: bool,
+}
+
+impl InplaceOp2 for Moment {
+    fn name(&self) -> &'static str {
+        "adamw-moment"
+    }
+
+    fn cpu_fwd(
+        &self,
+        moment: &mut CpuStorage,
+        ml: &Layout,
+        g: &CpuStorage,
+        gl: &Layout,
+    ) -> candle_core::Result<()> {
+        let g = f32s(g, gl, self.name())?;
+        let (CpuStorage::F32(all), Some((a, b))) = (moment, ml.contiguous_offsets()) else {
+            candle_core::bail!("adamw-moment: expects a contiguous fp32 moment");
+        };
+        let moment = &mut all[a..b];
+        if moment.len() != g.len() {
+            candle_core::bail!(
+                "adamw-moment: {} moments, {} gradients",
+                moment.len(),
+                g.len()
+            );
+        }
+        let (beta, rest) = (self.beta, 1.0 - self.beta);
+        if self.square {
+            for (m, &g) in moment.iter_mut().zip(g) {
+                let g = g * self.clip;
+                *m = beta * *m + rest * (g * g);
+            }
+        } else {
+            for (m, &g) in moment.iter_mut().zip(g) {
+                *m = beta * *m + rest * (g * self.clip);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `p ← p·(1 − lr·decay) − lr·m̂ / (√v̂ + ε)` on the variable's storage.
+impl InplaceOp3 for Update {
+    fn name(&self) -> &'static str {
+        "adamw-apply"
+    }
+
+    fn cpu_fwd(
+        &self,
+        p: &mut CpuStorage,
+        pl: &Layout,
+        m: &CpuStorage,
+        ml: &Layout,
+        v: &CpuStorage,
+        vl: &Layout,
+    ) -> candle_core::Result<()> {
+        let (m, v) = (f32s(m, ml, self.name())?, f32s(v, vl, self.name())?);
+        let (CpuStorage::F32(all), Some((a, b))) = (p, pl.contiguous_offsets()) else {
+            candle_core::bail!("adamw-apply: expects a contiguous fp32 variable");
+        };
+        let p = &mut all[a..b];
+        if p.len() != m.len() || p.len() != v.len() {
+            candle_core::bail!("adamw-apply: parameter and moment sizes differ");
+        }
+        let keep = (1.0 - self.lr * self.decay) as f32;
+        let lr = self.lr as f32;
+        let [c1, c2] = self.corrections.map(|c| (1.0 / c) as f32);
+        let eps = self.eps as f32;
+        for ((p, &m), &v) in p.iter_mut().zip(m).zip(v) {
+            *p = *p * keep - lr * (m * c1) / ((v * c2).sqrt() + eps);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Var};
+
+    use super::{Accumulator, AdamW, OptimizerConfig};
+
+    /// Two variables (a matrix, which decays, and a vector, which does not) and three steps
+    /// of gradients whose norm is above the clip; `composed`: the tensor form a GPU takes.
+    fn run(composed: bool) -> (Vec<Vec<f32>>, Vec<f64>) {
+        let dev = Device::Cpu;
+        let w: Vec<f32> = (0..12).map(|i| (i as f32 * 0.37).sin()).collect();
+        let vars = vec![
+            ("w".to_string(), Var::from_vec(w, (3, 4), &dev).unwrap()),
+            (
+                "b".to_string(),
+                Var::from_vec(vec![0.5f32, -0.25, 2.0], 3, &dev).unwrap(),
+            ),
+        ];
+        let config = OptimizerConfig {
+            weight_decay: 0.1,
+            ..OptimizerConfig::default()
+        };
+        let mut opt = AdamW::new(&vars, &config).unwrap();
+        let mut norms = Vec::new();
+        for step in 0..3 {
+            let loss = ((vars[0].1.as_tensor().sqr().unwrap().sum_all().unwrap()
+                * (2.0 + f64::from(step)))
+            .unwrap()
+                + vars[1].1.as_tensor().exp().unwrap().sum_all().unwrap())
+            .unwrap();
+            let mut acc = Accumulator::new(2);
+            acc.add(&vars, &loss.backward().unwrap()).unwrap();
+            norms.push(opt.step_with(&vars, &acc, 0.05, !composed).unwrap());
+        }
+        let values = vars
+            .iter()
+            .map(|(_, v)| {
+                v.as_tensor()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap()
+            })
+            .collect();
+        (values, norms)
+    }
+
+    #[test]
+    fn the_in_place_update_equals_the_tensor_ops_and_the_textbook_formula() {
+        let (fused, norms) = run(false);
+        let (composed, composed_norms) = run(true);
+        // Equal up to rounding: fp32 products here, f64 scalars in candle's affine ops.
+        for (a, b) in norms.iter().zip(&composed_norms) {
+            assert!((a - b).abs() <= 1e-5 * b, "norms {a} vs {b}");
+        }
+        for (a, b) in fused.iter().flatten().zip(composed.iter().flatten()) {
+            assert!((a - b).abs() <= 1e-5, "in place {a} vs composed {b}");
+        }
+        // The textbook AdamW (PyTorch's `torch.optim.AdamW`) in f64 on the vector, whose
+        // gradient is eᵇ: the decay is off for rank-1 variables, the clip is the global one.
+        let mut b = [0.5f64, -0.25, 2.0];
+        let (mut m, mut v) = ([0.0f64; 3], [0.0f64; 3]);
+        for (t, norm) in norms.iter().enumerate() {
+            let clip = if *norm > 1.0 {
+                1.0 / (norm + 1e-6)
+            } else {
+                1.0
+            };
+            let t = t as i32 + 1;
+            for k in 0..3 {
+                let g = b[k].exp() * clip;
+                m[k] = 0.9 * m[k] + 0.1 * g;
+                v[k] = 0.999 * v[k] + 0.001 * g * g;
+                let (mh, vh) = (
+                    m[k] / (1.0 - 0.9f64.powi(t)),
+                    v[k] / (1.0 - 0.999f64.powi(t)),
+                );
+                b[k] -= 0.05 * mh / (vh.sqrt() + 1e-8);
+            }
+        }
+        for (got, want) in fused[1].iter().zip(b) {
+            assert!((f64::from(*got) - want).abs() < 1e-5, "{got} vs {want}");
+        }
     }
 }

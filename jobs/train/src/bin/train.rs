@@ -12,6 +12,11 @@ struct Cli {
 }
 
 fn main() -> std::process::ExitCode {
+    // SAFETY: the first statement of `main`: no other thread exists yet.
+    #[allow(unsafe_code, reason = "process-wide settings before any thread starts")]
+    unsafe {
+        agentrl_train::process::prepare()
+    };
     agentrl_http::telemetry::init();
     match agentrl_train::cli::run(Cli::parse().command) {
         Ok(()) => std::process::ExitCode::SUCCESS,
