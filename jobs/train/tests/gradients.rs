@@ -266,6 +266,14 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
     close(gf.get(&x).unwrap(), gc.get(&x).unwrap(), "rms_norm dx");
     close(gf.get(&w).unwrap(), gc.get(&w).unwrap(), "rms_norm dw");
 
+    let b = random(&[10]);
+    let f = fused::add_bias(&x, &b).unwrap();
+    let c = x.broadcast_add(&b).unwrap();
+    close(&f, &c, "add_bias");
+    let (gf, gc) = (loss(f).backward().unwrap(), loss(c).backward().unwrap());
+    close(gf.get(&x).unwrap(), gc.get(&x).unwrap(), "add_bias dy");
+    close(gf.get(&b).unwrap(), gc.get(&b).unwrap(), "add_bias db");
+
     let f = fused::softmax(&x).unwrap();
     let c = ops::softmax(&x).unwrap();
     close(&f, &c, "softmax");

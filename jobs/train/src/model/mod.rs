@@ -183,7 +183,7 @@ impl Model {
         let w = self.weight(&format!("{module}.weight"))?;
         let mut y = x.matmul(&w.t()?)?;
         if bias {
-            y = y.broadcast_add(&self.weight(&format!("{module}.bias"))?)?;
+            y = fused::add_bias(&y, &self.weight(&format!("{module}.bias"))?)?;
         }
         if let Some(adapter) = self.lora.as_ref().and_then(|l| l.get(module)) {
             let input = match dropout {
@@ -238,7 +238,7 @@ impl Model {
         };
         let y = x.matmul(&stacked("weight")?.t()?)?;
         if bias {
-            y.broadcast_add(&stacked("bias")?)
+            fused::add_bias(&y, &stacked("bias")?)
         } else {
             Ok(y)
         }
