@@ -15,6 +15,7 @@ use candle_core::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, TrainError};
+use crate::model::fused::{data, data_mut};
 
 /// `optimizer` in the training config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -363,14 +364,6 @@ impl Update {
     }
 }
 
-/// The contiguous fp32 elements of a CPU tensor's storage.
-fn f32s<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
-    let (CpuStorage::F32(all), Some((a, b))) = (s, l.contiguous_offsets()) else {
-        candle_core::bail!("{op}: expects a contiguous fp32 tensor");
-    };
-    Ok(&all[a..b])
-}
-
 /// `moment ← β·moment + (1 − β)·x` with `x` the clipped gradient, or its square.
 struct Moment {
     beta: f32,
@@ -390,11 +383,8 @@ impl InplaceOp2 for Moment {
         g: &CpuStorage,
         gl: &Layout,
     ) -> candle_core::Result<()> {
-        let g = f32s(g, gl, self.name())?;
-        let (CpuStorage::F32(all), Some((a, b))) = (moment, ml.contiguous_offsets()) else {
-            candle_core::bail!("adamw-moment: expects a contiguous fp32 moment");
-        };
-        let moment = &mut all[a..b];
+        let g = data::<f32>(g, gl, self.name())?;
+        let moment = data_mut::<f32>(moment, ml, self.name())?;
         if moment.len() != g.len() {
             candle_core::bail!(
                 "adamw-moment: {} moments, {} gradients",
@@ -403,15 +393,9 @@ impl InplaceOp2 for Moment {
             );
         }
         let (beta, rest) = (self.beta, 1.0 - self.beta);
-        if self.square {
-            for (m, &g) in moment.iter_mut().zip(g) {
-                let g = g * self.clip;
-                *m = beta * *m + rest * (g * g);
-            }
-        } else {
-            for (m, &g) in moment.iter_mut().zip(g) {
-                *m = beta * *m + rest * (g * self.clip);
-            }
+        for (m, &g) in moment.iter_mut().zip(g) {
+            let g = g * self.clip;
+            *m = beta * *m + rest * if self.square { g * g } else { g };
         }
         Ok(())
     }
@@ -432,11 +416,11 @@ impl InplaceOp3 for Update {
         v: &CpuStorage,
         vl: &Layout,
     ) -> candle_core::Result<()> {
-        let (m, v) = (f32s(m, ml, self.name())?, f32s(v, vl, self.name())?);
-        let (CpuStorage::F32(all), Some((a, b))) = (p, pl.contiguous_offsets()) else {
-            candle_core::bail!("adamw-apply: expects a contiguous fp32 variable");
-        };
-        let p = &mut all[a..b];
+        let (m, v) = (
+            data::<f32>(m, ml, self.name())?,
+            data::<f32>(v, vl, self.name())?,
+        );
+        let p = data_mut::<f32>(p, pl, self.name())?;
         if p.len() != m.len() || p.len() != v.len() {
             candle_core::bail!("adamw-apply: parameter and moment sizes differ");
         }

@@ -19,7 +19,7 @@ use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
 use std::sync::Arc;
 
 /// The float types the kernels run on.
-trait Float:
+pub(crate) trait Float:
     Copy
     + Send
     + Sync
@@ -37,6 +37,7 @@ trait Float:
     fn exp(self) -> Self;
     fn get(self) -> f64;
     fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
     fn store(v: Vec<Self>) -> CpuStorage;
 }
 
@@ -51,6 +52,12 @@ impl Float for f32 {
         f64::from(self)
     }
     fn slice(s: &CpuStorage) -> Option<&[Self]> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]> {
         match s {
             CpuStorage::F32(v) => Some(v),
             _ => None,
@@ -112,18 +119,44 @@ impl Float for f64 {
             _ => None,
         }
     }
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
     fn store(v: Vec<Self>) -> CpuStorage {
         CpuStorage::F64(v)
     }
 }
 
-fn data<'a, T: Float>(s: &'a CpuStorage, l: &Layout, op: &'static str) -> Result<&'a [T]> {
+/// The elements of a contiguous tensor's storage, as `T`.
+pub(crate) fn data<'a, T: Float>(
+    s: &'a CpuStorage,
+    l: &Layout,
+    op: &'static str,
+) -> Result<&'a [T]> {
     let all =
         T::slice(s).ok_or_else(|| candle_core::Error::Msg(format!("{op}: unexpected dtype")))?;
+    Ok(&all[offsets(l, op)?])
+}
+
+/// [`data`], writable (the storage of an in-place op).
+pub(crate) fn data_mut<'a, T: Float>(
+    s: &'a mut CpuStorage,
+    l: &Layout,
+    op: &'static str,
+) -> Result<&'a mut [T]> {
+    let all = T::slice_mut(s)
+        .ok_or_else(|| candle_core::Error::Msg(format!("{op}: unexpected dtype")))?;
+    Ok(&mut all[offsets(l, op)?])
+}
+
+fn offsets(l: &Layout, op: &'static str) -> Result<std::ops::Range<usize>> {
     let (a, b) = l
         .contiguous_offsets()
         .ok_or_else(|| candle_core::Error::Msg(format!("{op}: input must be contiguous")))?;
-    Ok(&all[a..b])
+    Ok(a..b)
 }
 
 /// Whether `x` runs on the fused kernels.

@@ -10,10 +10,9 @@
 //! own (the recursion only adds and takes minima), and any distance below `k` comes out
 //! exact. One run answers `min(distance, k)` in about `work(a) * k` cells instead of
 //! `work(a) * work(b)`: with `k` set to an upper bound, the exact distance of a pair whose
-//! bound is close. The same argument on leftmost leaves
-//! narrows each keyroot pass: its cells also pay `|li − lj|` for the nodes before the two
-//! leaves, so every pass gets its own, narrower band, and passes whose leaves are too far
-//! apart are skipped.
+//! bound is close. The same argument on leftmost leaves narrows each keyroot pass: its cells
+//! also pay `|li − lj|` for the nodes before the two leaves, so every pass gets its own,
+//! narrower band, and passes whose leaves are too far apart are skipped.
 
 use super::zhang_shasha::{Forest, keyroot_span, prepare};
 
