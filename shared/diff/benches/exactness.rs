@@ -5,12 +5,16 @@
 //! from the same engine with a Zhang–Shasha budget large enough to solve the whole pair (up to
 //! `--oracle-cells`, default 6e9 table cells), which is exact by construction; pairs past that
 //! budget are counted apart. `--band-cells` sets our banded certificate's budget (default: the
-//! library's).
+//! library's). The oracle takes minutes per large pair, so `--oracle-cache FILE` keeps its
+//! exact distances across runs, keyed by a hash of both normalised trees: a change to the
+//! normalisation gives new keys, never a stale distance.
 //!
 //! `cargo bench -p agentrl-diff --bench exactness -- [--max-nodes N] [--oracle-cells C]
-//! [--band-cells C] DIR...`
+//! [--band-cells C] [--oracle-cache FILE] DIR...`
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agentrl_diff::{parse::parse, ted, tree::Tree};
@@ -23,6 +27,54 @@ fn flag(name: &str, default: u64) -> u64 {
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
         .map_or(default, |v| v.parse::<f64>().expect("a number") as u64)
+}
+
+/// FNV-1a over both trees in bracket notation: stable across runs and toolchains.
+fn trees_key(a: &Tree, b: &Tree) -> u64 {
+    let text = format!("{}\n{}", a.to_bracket(), b.to_bracket());
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, byte| {
+        (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Exact distances the oracle found in earlier runs, one `key distance` line each.
+struct OracleCache {
+    path: Option<PathBuf>,
+    known: HashMap<u64, u64>,
+}
+
+impl OracleCache {
+    fn open() -> Self {
+        let args: Vec<String> = std::env::args().collect();
+        let path = args
+            .iter()
+            .position(|a| a == "--oracle-cache")
+            .and_then(|i| args.get(i + 1))
+            .map(PathBuf::from);
+        let known = path
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let (key, value) = line.split_once(' ')?;
+                Some((key.parse().ok()?, value.parse().ok()?))
+            })
+            .collect();
+        Self { path, known }
+    }
+
+    fn remember(&mut self, key: u64, distance: u64) {
+        self.known.insert(key, distance);
+        if let Some(path) = &self.path {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            writeln!(file, "{key} {distance}").expect("the oracle cache is writable");
+        }
+    }
 }
 
 #[derive(Default)]
@@ -44,6 +96,7 @@ fn main() {
     let mut misses = Vec::new();
     let (mut skipped_size, mut no_oracle) = (0, 0);
     let mut times = Vec::new();
+    let mut cache = OracleCache::open();
     for dir in common::dirs_from_args() {
         for pair in common::read_pairs(&dir) {
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -59,28 +112,36 @@ fn main() {
             let t = Instant::now();
             let ours = ted::distance(&a, &b, &limits());
             times.push(t.elapsed());
-            let truth = ted::distance(
-                &a,
-                &b,
-                &ted::Limits {
-                    region_work: oracle_cells,
-                    total_work: oracle_cells.saturating_mul(2),
-                    // Zhang–Shasha on the whole pair, nothing cleverer.
-                    band_work: 0,
-                    deadline: Instant::now() + Duration::from_secs(3_600),
-                },
-            );
-            if !truth.exact {
-                no_oracle += 1;
-                continue;
-            }
+            let key = trees_key(&a, &b);
+            let truth = match cache.known.get(&key) {
+                Some(&value) => value,
+                None => {
+                    let truth = ted::distance(
+                        &a,
+                        &b,
+                        &ted::Limits {
+                            region_work: oracle_cells,
+                            total_work: oracle_cells.saturating_mul(2),
+                            // Zhang–Shasha on the whole pair, nothing cleverer.
+                            band_work: 0,
+                            deadline: Instant::now() + Duration::from_secs(3_600),
+                        },
+                    );
+                    if !truth.exact {
+                        no_oracle += 1;
+                        continue;
+                    }
+                    cache.remember(key, truth.value);
+                    truth.value
+                }
+            };
             assert!(
-                ours.value >= truth.value,
+                ours.value >= truth,
                 "{}: below the exact distance",
                 pair.name
             );
             assert!(
-                !ours.exact || ours.value == truth.value,
+                !ours.exact || ours.value == truth,
                 "{}: certified but wrong",
                 pair.name
             );
@@ -96,14 +157,14 @@ fn main() {
             if b.errors() > a.errors() {
                 kind.push_str(", new parse errors");
             }
-            let ratio = ours.value as f64 / truth.value.max(1) as f64;
+            let ratio = ours.value as f64 / truth.max(1) as f64;
             let tally = by_kind.entry(kind).or_default();
             tally.pairs += 1;
-            tally.equal += usize::from(ours.value == truth.value);
+            tally.equal += usize::from(ours.value == truth);
             tally.certified += usize::from(ours.exact);
             tally.worst = tally.worst.max(ratio);
-            if ours.value != truth.value {
-                misses.push((ratio, pair.name, a.len(), b.len(), ours.value, truth.value));
+            if ours.value != truth {
+                misses.push((ratio, pair.name, a.len(), b.len(), ours.value, truth));
             }
         }
     }
@@ -138,7 +199,7 @@ fn main() {
         p95.as_secs_f64() * 1e3
     );
     misses.sort_by(|x, y| y.0.total_cmp(&x.0));
-    for (ratio, name, n1, n2, ours, truth) in misses.iter().take(15) {
+    for (ratio, name, n1, n2, ours, truth) in misses.iter().take(30) {
         println!("  {ratio:.2}× {name} ({n1}/{n2} nodes): {ours} vs exact {truth}");
     }
 }

@@ -521,22 +521,14 @@ impl<'s, 'a> Engine<'s, 'a> {
             return Exact::OverBudget;
         }
         let (fa, fb) = (self.a.forest(a), self.b.forest(b));
-        let cap_a = budget / b.len();
-        let work_a = self.zs.work(fa.sizes, cap_a);
-        if work_a > cap_a {
+        let Some((cells, paths)) = self.zs.plan(fa.sizes, fb.sizes, budget) else {
             return Exact::OverBudget;
-        }
-        let cap_b = budget / work_a;
-        let work_b = self.zs.work(fb.sizes, cap_b);
-        if work_b > cap_b {
-            return Exact::OverBudget;
-        }
-        let cells = work_a * work_b;
+        };
         if cells > self.limits.region_work / defer {
             return Exact::Deferred;
         }
         self.zs_spent += cells;
-        self.cost += self.zs.distance(fa, fb);
+        self.cost += self.zs.distance_along(fa, fb, paths);
         Exact::Solved
     }
 }

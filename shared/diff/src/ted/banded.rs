@@ -148,6 +148,16 @@ impl Banded {
         Some((u64::from(last.min(k)), cells))
     }
 
+    /// The cells [`Banded::distance_below`] would take, `Some(0)` when it needs no table;
+    /// `None` when that is over `budget`.
+    pub fn cells(&mut self, a: &[u32], b: &[u32], k: u32, budget: u64) -> Option<u64> {
+        match self.plan(a, b, k, budget) {
+            Plan::Settled => Some(0),
+            Plan::OverBudget => None,
+            Plan::Cells(cells) => Some(cells),
+        }
+    }
+
     /// The band, keyroots and passes of a run, and what it costs: the cells its passes fill
     /// (an upper bound), the keyroot pairs examined and the tables' entries, each counted
     /// as a cell, so that `budget` bounds its time and memory before any of it is spent.

@@ -24,7 +24,7 @@ mod tests;
 use std::time::{Duration, Instant};
 
 use crate::tree::Tree;
-use zhang_shasha::{Forest, ZhangShasha};
+use zhang_shasha::{Forest, Mirrored, ZhangShasha};
 
 /// Budgets, in Zhang–Shasha table cells (`work(a) * work(b)` per region).
 #[derive(Debug, Clone, Copy)]
@@ -135,22 +135,37 @@ fn certify(
     band_budget: u64,
 ) -> Option<u64> {
     let mut zs = ZhangShasha::default();
-    let work_a = zs.work(a.sizes, left / b.sizes.len() as u64);
-    if work_a.saturating_mul(zs.work(b.sizes, left / work_a)) <= left {
-        return Some(zs.distance(a, b));
+    if let Some((_, paths)) = zs.plan(a.sizes, b.sizes, left) {
+        return Some(zs.distance_along(a, b, paths));
     }
+    // Both orientations' bands give the distance; the cheaper one runs.
+    let (mut mirrored_a, mut mirrored_b) = (Mirrored::default(), Mirrored::default());
+    mirrored_a.of(a);
+    mirrored_b.of(b);
+    let (ma, mb) = (mirrored_a.forest(), mirrored_b.forest());
     let mut band = banded::Banded::default();
     let mut budget = band_budget;
     // First a width a little above the lower bound, where most distances sit (the band's
-    // cost grows with its width); the upper bound always settles it, since the distance is
-    // below it or equal to it.
-    let guess = lower + lower / 8 + 2;
-    for k in [guess, upper].into_iter().filter(|&k| k <= upper) {
-        let (below, cells) = band.distance_below(a, b, u32::try_from(k).ok()?, budget)?;
+    // cost grows with its width), then twice as wide each time up to the upper bound, which
+    // always settles it, since the distance is below it or equal to it. A run that does not
+    // settle it costs less than the next.
+    let mut k = lower + lower / 8 + 2;
+    loop {
+        k = k.min(upper);
+        let width = u32::try_from(k).ok()?;
+        let left = band.cells(a.sizes, b.sizes, width, budget);
+        let right = band.cells(ma.sizes, mb.sizes, width, budget);
+        let (fa, fb) = match (left, right) {
+            (Some(l), Some(r)) if r < l => (ma, mb),
+            (Some(_), _) => (a, b),
+            (None, Some(_)) => (ma, mb),
+            (None, None) => return None,
+        };
+        let (below, cells) = band.distance_below(fa, fb, width, budget)?;
         if below < k || k == upper {
             return Some(below);
         }
         budget -= cells;
+        k *= 2;
     }
-    None
 }

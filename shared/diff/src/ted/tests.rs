@@ -10,7 +10,7 @@ use super::banded::Banded;
 use super::bounds::{bit_parallel, edit_distance_capped, landau_vishkin, preorder};
 use super::matching::mapping;
 use super::side::Side;
-use super::zhang_shasha::{Forest, ZhangShasha};
+use super::zhang_shasha::{Forest, Paths, ZhangShasha};
 use super::{Distance, Limits, certify, distance};
 use crate::tree::Tree;
 
@@ -469,8 +469,61 @@ fn tree_pair() -> impl Strategy<Value = (Tree, Tree)> {
     })
 }
 
+/// `tree` with every node's children in reverse order, written out from its labels: built
+/// apart from the library's own mirroring.
+fn mirrored(tree: &Tree) -> Tree {
+    fn write(tree: &Tree, node: usize, out: &mut String) {
+        out.push('{');
+        for c in tree.label(node).chars() {
+            if matches!(c, '\\' | '{' | '}') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        let children: Vec<usize> = tree.children(node).collect();
+        for &child in children.iter().rev() {
+            write(tree, child, out);
+        }
+        out.push('}');
+    }
+    let mut text = String::new();
+    write(tree, tree.len() - 1, &mut text);
+    Tree::from_bracket(&text).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn runs_along_rightmost_paths_give_the_same_distance_for_the_mirrored_work((a, b) in tree_pair()) {
+        let exact = naive(&a, &b);
+        let labels = a.labels_in(&b);
+        let (fa, fb) = (
+            Forest { labels: &labels, sizes: a.sizes() },
+            Forest { labels: b.labels(), sizes: b.sizes() },
+        );
+        let mut zs = ZhangShasha::default();
+        prop_assert_eq!(zs.distance_along(fa, fb, Paths::Rightmost), exact);
+        prop_assert_eq!(zs.distance_along(fa, fb, Paths::Leftmost), exact);
+        // Rightmost paths cost what leftmost ones cost on the mirrored trees.
+        let (ma, mb) = (mirrored(&a), mirrored(&b));
+        prop_assert_eq!(naive(&ma, &mb), exact);
+        for (tree, mirror) in [(&a, &ma), (&b, &mb)] {
+            prop_assert_eq!(
+                ZhangShasha::work_right(tree.sizes(), u64::MAX),
+                zs.work(mirror.sizes(), u64::MAX)
+            );
+        }
+        // The plan takes the cheaper way, and nothing over its budget.
+        let (left, right) = (
+            zs.work(a.sizes(), u64::MAX) * zs.work(b.sizes(), u64::MAX),
+            ZhangShasha::work_right(a.sizes(), u64::MAX) * ZhangShasha::work_right(b.sizes(), u64::MAX),
+        );
+        let (cells, paths) = zs.plan(a.sizes(), b.sizes(), u64::MAX).unwrap();
+        prop_assert_eq!(cells, left.min(right));
+        prop_assert_eq!(paths == Paths::Rightmost, right < left);
+        prop_assert!(zs.plan(a.sizes(), b.sizes(), left.min(right) - 1).is_none());
+    }
 
     #[test]
     fn zhang_shasha_matches_the_textbook_recursion((a, b) in tree_pair()) {

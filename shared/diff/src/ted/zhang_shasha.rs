@@ -3,6 +3,13 @@
 //! A forest is a postorder slice holding one or more consecutive sibling trees, so every node's
 //! subtree `i + 1 - sizes[i] ..= i` lies inside the slice. The whole forest gets a virtual root:
 //! its pass covers every node, and the last table cell is the forest distance.
+//!
+//! Zhang–Shasha decomposes along leftmost paths; run on both forests mirrored (every sibling
+//! order reversed) it decomposes along the rightmost ones. Mirroring keeps a mapping valid and
+//! its cost unchanged, so the distance is the same, but the work differs: a code tree's largest
+//! child is usually its last (a function's body after its name and parameters, a block's
+//! statements after its opening brace), and each such child is a keyroot of its own on the
+//! left but lies on its parent's path on the right. [`ZhangShasha::plan`] picks the cheaper.
 
 /// A postorder forest: labels (already in a shared id space) and subtree sizes.
 #[derive(Debug, Clone, Copy)]
@@ -11,9 +18,19 @@ pub(super) struct Forest<'a> {
     pub sizes: &'a [u32],
 }
 
+/// The paths a run decomposes along.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Paths {
+    Leftmost,
+    /// Leftmost paths of both forests mirrored.
+    Rightmost,
+}
+
 /// Reusable tables, so repeated regions allocate only when they outgrow the previous one.
 #[derive(Debug, Default)]
 pub(super) struct ZhangShasha {
+    /// Both forests mirrored, for runs along rightmost paths.
+    mirrored: [Mirrored; 2],
     seen: Vec<bool>,
     left_a: Vec<u32>,
     left_b: Vec<u32>,
@@ -48,6 +65,56 @@ impl ZhangShasha {
             }
         }
         total
+    }
+
+    /// [`ZhangShasha::work`] along rightmost paths: a node is a keyroot there unless it is
+    /// its parent's last child, and in postorder node `i` is the last child of `i + 1`
+    /// exactly when `i + 1` has children.
+    pub fn work_right(sizes: &[u32], cap: u64) -> u64 {
+        let mut total = sizes.len() as u64;
+        for (&size, &next) in sizes.iter().zip(&sizes[1..]) {
+            if next == 1 {
+                total += u64::from(size);
+                if total > cap {
+                    break;
+                }
+            }
+        }
+        total
+    }
+
+    /// The cells of the cheaper run on `a` and `b` and its paths, or `None` when both take
+    /// more than `budget`.
+    pub fn plan(&mut self, a: &[u32], b: &[u32], budget: u64) -> Option<(u64, Paths)> {
+        let cheapest = |work_a: u64, work_b: &mut dyn FnMut(u64) -> u64| {
+            let cap_b = budget / work_a.max(1);
+            let cells = work_a.saturating_mul(work_b(cap_b));
+            (work_a <= budget && cells <= budget).then_some(cells)
+        };
+        let per_side = budget / (b.len().max(1) as u64);
+        let left = cheapest(self.work(a, per_side), &mut |cap| self.work(b, cap));
+        let right = cheapest(Self::work_right(a, per_side), &mut |cap| {
+            Self::work_right(b, cap)
+        });
+        match (left, right) {
+            (Some(l), Some(r)) if r < l => Some((r, Paths::Rightmost)),
+            (Some(l), _) => Some((l, Paths::Leftmost)),
+            (None, Some(r)) => Some((r, Paths::Rightmost)),
+            (None, None) => None,
+        }
+    }
+
+    /// The distance by a run along `paths`, at the cost [`ZhangShasha::plan`] gave.
+    pub fn distance_along(&mut self, a: Forest<'_>, b: Forest<'_>, paths: Paths) -> u64 {
+        if paths == Paths::Leftmost {
+            return self.distance(a, b);
+        }
+        let [mut ma, mut mb] = std::mem::take(&mut self.mirrored);
+        ma.of(a);
+        mb.of(b);
+        let distance = self.distance(ma.forest(), mb.forest());
+        self.mirrored = [ma, mb];
+        distance
     }
 
     /// The unit-cost forest edit distance. Cost: `work(a) * work(b)` cells and `|a| * |b|`
@@ -138,6 +205,51 @@ impl ZhangShasha {
         }
         // The last pass pairs the two virtual roots; its last cell is the answer.
         u64::from(forest[n * width + m])
+    }
+}
+
+/// A forest with every sibling order reversed, in postorder.
+#[derive(Debug, Default)]
+pub(super) struct Mirrored {
+    labels: Vec<u32>,
+    sizes: Vec<u32>,
+    stack: Vec<usize>,
+}
+
+impl Mirrored {
+    /// Mirrors `forest` into these buffers. The mirror's postorder is the original's preorder
+    /// backwards, which a stack walk gives: roots and children are found from the right in
+    /// postorder, so they are pushed last to first and come off first to last.
+    pub fn of(&mut self, forest: Forest<'_>) {
+        let Mirrored {
+            labels,
+            sizes,
+            stack,
+        } = self;
+        labels.clear();
+        sizes.clear();
+        let push_children = |stack: &mut Vec<usize>, from: usize, end: usize| {
+            let mut node = end;
+            while node > from {
+                stack.push(node - 1);
+                node -= forest.sizes[node - 1] as usize;
+            }
+        };
+        push_children(stack, 0, forest.sizes.len());
+        while let Some(node) = stack.pop() {
+            labels.push(forest.labels[node]);
+            sizes.push(forest.sizes[node]);
+            push_children(stack, node + 1 - forest.sizes[node] as usize, node);
+        }
+        labels.reverse();
+        sizes.reverse();
+    }
+
+    pub fn forest(&self) -> Forest<'_> {
+        Forest {
+            labels: &self.labels,
+            sizes: &self.sizes,
+        }
     }
 }
 
