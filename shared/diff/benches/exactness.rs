@@ -37,10 +37,11 @@ fn trees_key(a: &Tree, b: &Tree) -> u64 {
     })
 }
 
-/// Exact distances the oracle found in earlier runs, one `key distance` line each.
+/// What the oracle found in earlier runs, one `key distance` line each (`key -`: past its
+/// budget).
 struct OracleCache {
     path: Option<PathBuf>,
-    known: HashMap<u64, u64>,
+    known: HashMap<u64, Option<u64>>,
 }
 
 impl OracleCache {
@@ -58,13 +59,13 @@ impl OracleCache {
             .lines()
             .filter_map(|line| {
                 let (key, value) = line.split_once(' ')?;
-                Some((key.parse().ok()?, value.parse().ok()?))
+                Some((key.parse().ok()?, value.parse().ok()))
             })
             .collect();
         Self { path, known }
     }
 
-    fn remember(&mut self, key: u64, distance: u64) {
+    fn remember(&mut self, key: u64, distance: Option<u64>) {
         self.known.insert(key, distance);
         if let Some(path) = &self.path {
             let mut file = std::fs::OpenOptions::new()
@@ -72,6 +73,7 @@ impl OracleCache {
                 .append(true)
                 .open(path)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let distance = distance.map_or("-".to_owned(), |d| d.to_string());
             writeln!(file, "{key} {distance}").expect("the oracle cache is writable");
         }
     }
@@ -113,27 +115,26 @@ fn main() {
             let ours = ted::distance(&a, &b, &limits());
             times.push(t.elapsed());
             let key = trees_key(&a, &b);
-            let truth = match cache.known.get(&key) {
-                Some(&value) => value,
-                None => {
-                    let truth = ted::distance(
-                        &a,
-                        &b,
-                        &ted::Limits {
-                            region_work: oracle_cells,
-                            total_work: oracle_cells.saturating_mul(2),
-                            // Zhang–Shasha on the whole pair, nothing cleverer.
-                            band_work: 0,
-                            deadline: Instant::now() + Duration::from_secs(3_600),
-                        },
-                    );
-                    if !truth.exact {
-                        no_oracle += 1;
-                        continue;
-                    }
-                    cache.remember(key, truth.value);
-                    truth.value
-                }
+            let known = cache.known.get(&key).copied();
+            let truth = known.unwrap_or_else(|| {
+                let truth = ted::distance(
+                    &a,
+                    &b,
+                    &ted::Limits {
+                        region_work: oracle_cells,
+                        total_work: oracle_cells.saturating_mul(2),
+                        // Zhang–Shasha on the whole pair, nothing cleverer.
+                        band_work: 0,
+                        deadline: Instant::now() + Duration::from_secs(3_600),
+                    },
+                );
+                let truth = truth.exact.then_some(truth.value);
+                cache.remember(key, truth);
+                truth
+            });
+            let Some(truth) = truth else {
+                no_oracle += 1;
+                continue;
             };
             assert!(
                 ours.value >= truth,

@@ -37,14 +37,15 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
+        let distance = ted::Limits::default();
         Self {
             max_files: 500,
             max_file_bytes: 1024 * 1024,
             max_nodes: 250_000,
             deadline: Duration::from_secs(2),
-            region_work: 1_000_000,
-            total_work: 8_000_000,
-            band_work: 8_000_000,
+            region_work: distance.region_work,
+            total_work: distance.total_work,
+            band_work: distance.band_work,
         }
     }
 }

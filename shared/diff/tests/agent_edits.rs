@@ -1,9 +1,12 @@
-//! The reported distance against the exact one on agent-sized edits of real files: this
-//! repository's own Rust and Python sources, edited by `infra/bench/make-edit-pairs.py` (moved,
+//! The reported distance against the exact one on real edits: agent-sized edits of this
+//! repository's own Rust and Python sources by `infra/bench/make-edit-pairs.py` (moved,
 //! swapped, deleted and wrapped statements, inserted guards, renames, method-chain links
-//! dropped or added). The exact distance comes from Zhang–Shasha on the whole pair (the same
-//! engine given a budget that covers it). BENCHMARKS.md runs the same check on registry
-//! releases and on larger files (`--bench exactness`).
+//! dropped or added), and the real single commits of its own history by
+//! `infra/bench/commit-pairs.py`. The exact distance comes from Zhang–Shasha on the whole pair
+//! (the same engine given a budget that covers it), itself held to the `apted` package on the
+//! commits small enough for it. The goals are the issue's: equal on ≥ 98%, certified on
+//! ≥ 95%, never above 1.5×. BENCHMARKS.md runs the same check on registry releases and on the
+//! commits of 17 other projects (`--bench exactness`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,8 +23,14 @@ use agentrl_testkit::venv_python;
 #[path = "../benches/common/mod.rs"]
 mod common;
 
+mod apted;
+
 /// Per side: the exact oracle's table grows with the product of both sides.
 const MAX_NODES: usize = 1_200;
+/// Per side, for the commits: the issue's corpus goes up to 5,000 nodes.
+const MAX_COMMIT_NODES: usize = 5_000;
+/// Per side, for the `apted` check: its Python takes seconds past a few hundred nodes.
+const MAX_APTED_NODES: usize = 300;
 const MAX_BYTES: u64 = 24 * 1024;
 
 fn repo() -> PathBuf {
@@ -70,14 +79,89 @@ fn agent_edits_of_real_files_get_the_exact_distance() {
         .unwrap();
     assert!(status.success(), "make-edit-pairs.py failed");
 
-    let (mut checked, mut equal, mut certified, mut worst) = (0, 0, 0, 1.0f64);
-    let mut misses = Vec::new();
     let pairs = common::read_pairs(&edited);
     assert!(!pairs.is_empty(), "make-edit-pairs.py wrote no pairs");
+    let outcome = against_the_exact(pairs, MAX_NODES);
+    std::fs::remove_dir_all(&work).unwrap();
+    outcome.holds_the_goals("edits", 60);
+}
+
+#[test]
+fn real_commits_of_this_repository_get_the_exact_distance() {
+    let root = repo();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    // A source archive or a shallow clone has no history to take commits from.
+    if git(&["rev-parse", "--is-shallow-repository"]).as_deref() != Some("false") {
+        println!("skipped: {} has no full git history", root.display());
+        return;
+    }
+    let git_dir = git(&["rev-parse", "--absolute-git-dir"]).unwrap();
+    let work = std::env::temp_dir().join(format!("agentrl-commits-{}", std::process::id()));
+    let status = Command::new(venv_python())
+        .arg(root.join("infra/bench/commit-pairs.py"))
+        .arg(&work)
+        .arg(git_dir)
+        .args(["--per-repo", "60"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "commit-pairs.py failed");
+    let pairs = common::read_pairs(&work);
+    std::fs::remove_dir_all(&work).unwrap();
+    let outcome = against_the_exact(pairs, MAX_COMMIT_NODES);
+    // The oracle itself against an independent implementation, where that one is quick.
+    let small: Vec<_> = outcome
+        .pairs
+        .iter()
+        .filter(|p| p.trees.0.len().max(p.trees.1.len()) <= MAX_APTED_NODES)
+        .collect();
+    let trees: Vec<(Tree, Tree)> = small.iter().map(|p| p.trees.clone()).collect();
+    let apted = apted::oracle(&apted::oracle_inputs(&trees));
+    for (pair, apted) in small.iter().zip(apted) {
+        assert_eq!(pair.exact, apted, "{}: Zhang–Shasha vs apted", pair.name);
+    }
+    println!("{} commits checked against apted", small.len());
+    outcome.holds_the_goals("commits", 20);
+}
+
+/// A pair checked against the exact distance.
+struct Checked {
+    name: String,
+    trees: (Tree, Tree),
+    exact: u64,
+}
+
+/// How close the reported distances came to the exact ones.
+struct Outcome {
+    pairs: Vec<Checked>,
+    equal: usize,
+    certified: usize,
+    worst: f64,
+    misses: Vec<String>,
+}
+
+/// Every pair up to `max_nodes` a side whose "after" parses as well as its "before" (agents'
+/// edits parse; a line edit that broke the syntax is not one), scored with the default limits
+/// and by the oracle: never below it, and equal to it whenever certified.
+fn against_the_exact(pairs: Vec<common::Pair>, max_nodes: usize) -> Outcome {
+    let mut outcome = Outcome {
+        pairs: Vec::new(),
+        equal: 0,
+        certified: 0,
+        worst: 1.0,
+        misses: Vec::new(),
+    };
     for pair in pairs {
         let (a, b) = (tree(pair.lang, &pair.before), tree(pair.lang, &pair.after));
-        // Agents' edits parse; a line edit that broke the syntax is not one.
-        if a.len() > MAX_NODES || b.len() > MAX_NODES || b.errors() > a.errors() {
+        if a.len() > max_nodes || b.len() > max_nodes || b.errors() > a.errors() {
             continue;
         }
         let ours = distance(&a, &b, &Limits::default());
@@ -102,31 +186,50 @@ fn agent_edits_of_real_files_get_the_exact_distance() {
             !ours.exact || ours.value == truth.value,
             "{name}: certified {ours:?}, exact is {truth:?}"
         );
-        checked += 1;
-        equal += usize::from(ours.value == truth.value);
-        certified += usize::from(ours.exact);
+        outcome.equal += usize::from(ours.value == truth.value);
+        outcome.certified += usize::from(ours.exact);
         let ratio = ours.value as f64 / truth.value.max(1) as f64;
-        worst = worst.max(ratio);
+        outcome.worst = outcome.worst.max(ratio);
         if ours.value != truth.value {
-            misses.push(format!("{name}: {} vs exact {}", ours.value, truth.value));
+            outcome
+                .misses
+                .push(format!("{name}: {} vs exact {}", ours.value, truth.value));
         }
+        outcome.pairs.push(Checked {
+            name,
+            trees: (a, b),
+            exact: truth.value,
+        });
     }
-    std::fs::remove_dir_all(&work).unwrap();
-    println!(
-        "{checked} edits: {equal} equal to the exact distance, {certified} certified, \
-         worst {worst:.2}×; misses: {misses:?}"
-    );
-    assert!(checked >= 60, "only {checked} edits checked");
-    assert!(
-        equal * 100 >= checked * 97,
-        "{equal} of {checked} equal: {misses:?}"
-    );
-    assert!(
-        certified * 100 >= checked * 90,
-        "{certified} of {checked} certified"
-    );
-    assert!(
-        worst <= 1.5,
-        "an upper bound {worst:.2}× the exact distance: {misses:?}"
-    );
+    outcome
+}
+
+impl Outcome {
+    fn holds_the_goals(&self, what: &str, at_least: usize) {
+        let Outcome {
+            pairs,
+            equal,
+            certified,
+            worst,
+            misses,
+        } = self;
+        let checked = pairs.len();
+        println!(
+            "{checked} {what}: {equal} equal to the exact distance, {certified} certified, \
+             worst {worst:.2}×; misses: {misses:?}"
+        );
+        assert!(checked >= at_least, "only {checked} {what} checked");
+        assert!(
+            equal * 100 >= checked * 98,
+            "{equal} of {checked} equal: {misses:?}"
+        );
+        assert!(
+            certified * 100 >= checked * 95,
+            "{certified} of {checked} certified"
+        );
+        assert!(
+            *worst <= 1.5,
+            "an upper bound {worst:.2}× the exact distance: {misses:?}"
+        );
+    }
 }

@@ -13,6 +13,16 @@
 //! bound is close. The same argument on leftmost leaves narrows each keyroot pass: its cells
 //! also pay `|li − lj|` for the nodes before the two leaves, so every pass gets its own,
 //! narrower band, and passes whose leaves are too far apart are skipped.
+//!
+//! The sizes are the weakest bound on the two sides of a cell: the pairs before both x and y
+//! keep postorder, so they align the two postorder label sequences up to x and y, and cost at
+//! least those prefixes' string edit distance; so do the pairs after them for the suffixes.
+//! A cell whose prefix and suffix distances add up to `k` or more lies on no mapping of cost
+//! below `k`. Both distances are computed over the band first (a cell's optimal alignment
+//! passes only through cells whose sum is no larger, so the band holds it), which leaves each
+//! row a corridor of columns around the near-optimal alignments: as narrow as `k` exceeds the
+//! string distance where the two files agree, as wide as the change where they do not. Every
+//! pass computes only its cells inside the corridor.
 
 use super::zhang_shasha::{Forest, keyroot_span, prepare};
 
@@ -32,17 +42,26 @@ pub(super) struct Banded {
     by_leaf: Vec<(u32, u32)>,
     passes: Vec<Pass>,
     band: Band,
+    /// Per row of a, the columns whose cells may lie on a mapping of cost below `k`: the
+    /// first and last (none when the first is past the last).
+    corridor: Vec<(isize, isize)>,
+    /// Suffix string distances over the band, then tree distances.
     tree: Vec<u32>,
+    /// Prefix string distances of two rows, then one pass's forest distances.
     forest: Vec<u32>,
+    /// What the last plan left to do.
+    planned: Planned,
 }
 
 /// What a run will take, from [`Banded::plan`].
-enum Plan {
-    /// Nothing to compute: an empty forest, or sizes `k` or more apart.
-    Settled,
-    OverBudget,
-    /// Cells (and table entries) the run takes.
-    Cells(u64),
+#[derive(Debug, Default, Clone, Copy)]
+enum Planned {
+    /// Nothing to compute: an empty forest, or sizes `k` or more apart; the answer.
+    Settled(u64),
+    /// The passes and corridor are ready for this `k`.
+    Passes(u32),
+    #[default]
+    Nothing,
 }
 
 /// The cells kept: `x − y` (postorder indices) within `low..=high`.
@@ -83,6 +102,17 @@ impl Band {
     }
 }
 
+/// The columns of `columns` (first, last) inside row x's corridor, if any.
+fn inside(
+    corridor: &[(isize, isize)],
+    x: usize,
+    (lo, hi): (usize, usize),
+) -> Option<(usize, usize)> {
+    let (first, last) = corridor[x];
+    let (lo, hi) = ((lo as isize).max(first), (hi as isize).min(last));
+    (lo <= hi).then_some((lo as usize, hi as usize))
+}
+
 /// One keyroot pass: the rows `li..end_i` against the columns `lj..end_j` (postorder indices;
 /// a virtual root covers the whole forest), over its band.
 #[derive(Debug, Clone, Copy)]
@@ -115,8 +145,7 @@ impl Pass {
 impl Banded {
     /// `min(distance(a, b), k)` — the exact unit-cost forest distance when it is below `k`,
     /// else `k` — and the table cells it took; `None`, before any work, when it would take
-    /// more than `budget` cells. Memory: two tables of `(|a| + 1) * (k + 1)` entries at most,
-    /// counted in the cells.
+    /// more than `budget` cells.
     pub fn distance_below(
         &mut self,
         a: Forest<'_>,
@@ -124,13 +153,114 @@ impl Banded {
         k: u32,
         budget: u64,
     ) -> Option<(u64, u64)> {
+        let cells = self.plan(a, b, k, budget)?;
+        Some((self.run(a, b), cells))
+    }
+
+    /// Prepares a run on `a` and `b` for distances below `k` and gives the cells it will
+    /// take: the string distances' and the passes' cells (an upper bound), the keyroot pairs
+    /// examined and the tables' entries, each counted as a cell, so that `budget` bounds its
+    /// time and memory before the passes start. `None` when that is over `budget`. Memory:
+    /// two tables of `(|a| + 1) * (2k + 1)` entries at most.
+    fn plan(&mut self, a: Forest<'_>, b: Forest<'_>, k: u32, budget: u64) -> Option<u64> {
+        self.planned = Planned::Nothing;
         let (n, m) = (a.labels.len(), b.labels.len());
-        let cells = match self.plan(a.sizes, b.sizes, k, budget) {
+        let Some(band) = Band::new(n, m, k, 0).filter(|_| n > 0 && m > 0) else {
             // An empty forest costs the other's size; sizes k apart cost at least k.
-            Plan::Settled => return Some((((n + m) as u64).min(u64::from(k)), 0)),
-            Plan::OverBudget => return None,
-            Plan::Cells(cells) => cells,
+            self.planned = Planned::Settled(((n + m) as u64).min(u64::from(k)));
+            return Some(0);
         };
+        self.band = band;
+        let width = band.width() as u64;
+        // The tables, and the string distances over the band.
+        let mut total = 3 * (n as u64 + 1) * (width + 1);
+        if total > budget {
+            return None;
+        }
+        self.corridor(a.labels, b.labels, k);
+        prepare(
+            a.sizes,
+            &mut self.left_a,
+            &mut self.keyroots_a,
+            &mut self.seen,
+        );
+        prepare(
+            b.sizes,
+            &mut self.left_b,
+            &mut self.keyroots_b,
+            &mut self.seen,
+        );
+        let k_wide = k as usize;
+        // Keyroots of a by leftmost leaf (each leaf has one; leaf 0: the virtual root).
+        self.by_leaf.clear();
+        self.by_leaf.extend(
+            self.keyroots_a
+                .iter()
+                .map(|&i| (keyroot_span(&self.left_a, i).0 as u32, i)),
+        );
+        self.by_leaf.sort_unstable();
+        self.passes.clear();
+        // Keyroots of b outermost, as in `ZhangShasha`, and of a by descending leftmost leaf:
+        // a pass reads the tree distances of its keyroots' descendants off their leftmost
+        // paths, whose own keyroots have larger leftmost leaves (or are b's earlier ones), so
+        // every tree distance a pass reads was written by an earlier one.
+        for &j in &self.keyroots_b {
+            let (lj, end_j) = keyroot_span(&self.left_b, j);
+            // A pass yields the tree distances of nodes whose leftmost leaves are li and lj;
+            // a mapping of cost below k maps no two nodes whose leftmost leaves are k apart
+            // (the nodes before those leaves differ by deletions and insertions alone), and
+            // each pass's band narrows with |li − lj|.
+            let from = self
+                .by_leaf
+                .partition_point(|&(leaf, _)| leaf as usize + k_wide <= lj);
+            let to = self
+                .by_leaf
+                .partition_point(|&(leaf, _)| (leaf as usize) < lj + k_wide);
+            let column = &self.by_leaf[from..to.max(from)];
+            total += column.len() as u64;
+            for &(_, i) in column.iter().rev() {
+                let (li, end_i) = keyroot_span(&self.left_a, i);
+                let Some(band) = Band::new(n, m, k, li as isize - lj as isize) else {
+                    continue;
+                };
+                let pass = Pass {
+                    li,
+                    end_i,
+                    lj,
+                    end_j,
+                    band,
+                };
+                // A row costs its corridor's cells, and one for filling the rest of its band.
+                let mut cells = 0;
+                let mut live = false;
+                for x in pass.rows() {
+                    let inside = pass.columns(x).and_then(|c| inside(&self.corridor, x, c));
+                    live |= inside.is_some();
+                    cells += 1 + inside.map_or(0, |(lo, hi)| (hi - lo + 1) as u64);
+                }
+                // A pass with no cell in the corridor would leave every cell far, as the
+                // tree distances it writes already stand.
+                if live {
+                    total += cells;
+                    self.passes.push(pass);
+                }
+            }
+            if total > budget {
+                return None;
+            }
+        }
+        self.planned = Planned::Passes(k);
+        Some(total)
+    }
+
+    /// Runs the last plan on the same forests: `min(distance(a, b), k)`.
+    fn run(&mut self, a: Forest<'_>, b: Forest<'_>) -> u64 {
+        let k = match self.planned {
+            Planned::Settled(answer) => return answer,
+            Planned::Passes(k) => k,
+            Planned::Nothing => unreachable!("a run follows a plan within budget"),
+        };
+        let (n, m) = (a.labels.len(), b.labels.len());
         let w = self.band.width() + 1;
         self.tree.clear();
         self.tree.resize(n * w, FAR);
@@ -145,87 +275,93 @@ impl Banded {
         // The virtual roots' pass ends on the whole forests: row n, column m − 1.
         let slot = self.band.slot(n as isize - 1, m as isize - 1);
         let last = slot.map_or(FAR, |c| self.forest[n * w + c]);
-        Some((u64::from(last.min(k)), cells))
+        u64::from(last.min(k))
     }
 
-    /// The cells [`Banded::distance_below`] would take, `Some(0)` when it needs no table;
-    /// `None` when that is over `budget`.
-    pub fn cells(&mut self, a: &[u32], b: &[u32], k: u32, budget: u64) -> Option<u64> {
-        match self.plan(a, b, k, budget) {
-            Plan::Settled => Some(0),
-            Plan::OverBudget => None,
-            Plan::Cells(cells) => Some(cells),
-        }
-    }
-
-    /// The band, keyroots and passes of a run, and what it costs: the cells its passes fill
-    /// (an upper bound), the keyroot pairs examined and the tables' entries, each counted
-    /// as a cell, so that `budget` bounds its time and memory before any of it is spent.
-    fn plan(&mut self, a: &[u32], b: &[u32], k: u32, budget: u64) -> Plan {
-        let (n, m) = (a.len(), b.len());
-        let Some(band) = Band::new(n, m, k, 0).filter(|_| n > 0 && m > 0) else {
-            return Plan::Settled;
+    /// Each row's corridor: the columns y whose prefix string distance (labels up to x and
+    /// up to y) plus suffix string distance (labels after them) is below `k`. Both are
+    /// computed over the band only; outside it the sum is at least `k`, and a cell whose sum
+    /// is below `k` is reached by an alignment through cells whose sums are no larger, so
+    /// reading the band's outside as far changes no value that matters.
+    fn corridor(&mut self, a: &[u32], b: &[u32], k: u32) {
+        let (n, m, band) = (a.len(), b.len(), self.band);
+        let w = band.width();
+        // The band's columns of row x within 0..end.
+        let columns = |x: usize, end: usize| {
+            let x = x as isize;
+            (x - band.high).max(0) as usize..(x - band.low + 1).min(end as isize).max(0) as usize
         };
-        self.band = band;
-        let width = band.width() as u64;
-        let mut total = (n as u64 + 1) * (width + 1);
-        if total > budget {
-            return Plan::OverBudget;
+        // Suffix distances after (x, y), rows from the last; row n − 1 and column m − 1 are
+        // the empty suffixes, computed rather than stored.
+        let suffix = &mut self.tree;
+        suffix.clear();
+        suffix.resize(n * w, FAR);
+        let at = |table: &[u32], x: usize, y: usize| {
+            band.slot(x as isize, y as isize)
+                .map_or(FAR, |c| table[x * w + c])
+        };
+        let after = |table: &[u32], x: usize, y: usize| {
+            if x == n - 1 {
+                (m - 1 - y) as u32
+            } else if y == m - 1 {
+                (n - 1 - x) as u32
+            } else {
+                at(table, x, y)
+            }
+        };
+        for x in (0..n.saturating_sub(1)).rev() {
+            for y in columns(x, m - 1).rev() {
+                let value = (after(suffix, x + 1, y + 1) + u32::from(a[x + 1] != b[y + 1]))
+                    .min(after(suffix, x + 1, y) + 1)
+                    .min(after(suffix, x, y + 1) + 1);
+                let c = band.slot(x as isize, y as isize).expect("a band column");
+                suffix[x * w + c] = value;
+            }
         }
-        prepare(a, &mut self.left_a, &mut self.keyroots_a, &mut self.seen);
-        prepare(b, &mut self.left_b, &mut self.keyroots_b, &mut self.seen);
-        let k = k as usize;
-        // Keyroots of a by leftmost leaf (each leaf has one; leaf 0: the virtual root).
-        self.by_leaf.clear();
-        self.by_leaf.extend(
-            self.keyroots_a
-                .iter()
-                .map(|&i| (keyroot_span(&self.left_a, i).0 as u32, i)),
-        );
-        self.by_leaf.sort_unstable();
-        self.passes.clear();
-        let mut column = Vec::new();
-        // Keyroots of b outermost and of a ascending, as in `ZhangShasha`: every tree distance
-        // a pass reads was written by an earlier one.
-        for &j in &self.keyroots_b {
-            let (lj, end_j) = keyroot_span(&self.left_b, j);
-            // A pass yields the tree distances of nodes whose leftmost leaves are li and lj;
-            // a mapping of cost below k maps no two nodes whose leftmost leaves are k apart
-            // (the nodes before those leaves differ by deletions and insertions alone), and
-            // each pass's band narrows with |li − lj|.
-            let from = self
-                .by_leaf
-                .partition_point(|&(leaf, _)| leaf as usize + k <= lj);
-            let to = self
-                .by_leaf
-                .partition_point(|&(leaf, _)| (leaf as usize) < lj + k);
-            column.clear();
-            column.extend(self.by_leaf[from..to.max(from)].iter().map(|&(_, i)| i));
-            column.sort_unstable();
-            total += column.len() as u64;
-            for &i in &column {
-                let (li, end_i) = keyroot_span(&self.left_a, i);
-                let Some(band) = Band::new(n, m, k as u32, li as isize - lj as isize) else {
-                    continue;
+        // Prefix distances up to (x, y), row by row in two rows, each row's corridor as it
+        // is finished.
+        let rows = &mut self.forest;
+        rows.clear();
+        rows.resize(2 * w, FAR);
+        self.corridor.clear();
+        for (x, &label) in a.iter().enumerate() {
+            let (prev, cur) = rows.split_at_mut(w);
+            let (prev, cur) = if x % 2 == 0 { (cur, prev) } else { (prev, cur) };
+            let before = |y: usize| -> u32 {
+                // The prefix distance of (x − 1, y).
+                if x == 0 {
+                    y as u32 + 1
+                } else {
+                    band.slot(x as isize - 1, y as isize)
+                        .map_or(FAR, |c| prev[c])
+                }
+            };
+            let mut corridor = (1, 0);
+            let mut left = FAR;
+            for y in columns(x, m) {
+                let diagonal = match (x, y) {
+                    (0, _) => y as u32,
+                    (_, 0) => x as u32,
+                    _ => before(y - 1),
                 };
-                let pass = Pass {
-                    li,
-                    end_i,
-                    lj,
-                    end_j,
-                    band,
-                };
-                let rows = pass.rows().len() as u64;
-                if rows > 0 {
-                    total += rows * ((end_j - lj) as u64).min(band.width() as u64);
-                    self.passes.push(pass);
+                if y == 0 {
+                    left = x as u32 + 1;
+                }
+                let value = (diagonal + u32::from(label != b[y]))
+                    .min(before(y) + 1)
+                    .min(left + 1);
+                left = value;
+                let c = band.slot(x as isize, y as isize).expect("a band column");
+                cur[c] = value;
+                if value + after(suffix, x, y) < k {
+                    if corridor.0 > corridor.1 {
+                        corridor.0 = y as isize;
+                    }
+                    corridor.1 = y as isize;
                 }
             }
-            if total > budget {
-                return Plan::OverBudget;
-            }
+            self.corridor.push(corridor);
         }
-        Plan::Cells(total)
     }
 
     /// One keyroot pass over its band. Row `r` is node `x = li + r − 1` (row 0: the empty
@@ -266,11 +402,18 @@ impl Banded {
                 }
                 None => FAR,
             };
-            let Some((lo, hi)) = pass.columns(x) else {
+            let Some((band_lo, band_hi)) = pass.columns(x) else {
                 continue;
             };
-            let c_lo = (band.high - x as isize + lo as isize) as usize;
-            let c_hi = c_lo + (hi - lo);
+            // The band's cells outside the corridor stand far, as later rows read them.
+            let slot = |y: usize| (band.high - x as isize + y as isize) as usize;
+            let Some((lo, hi)) = inside(&self.corridor, x, (band_lo, band_hi)) else {
+                cur[slot(band_lo)..=slot(band_hi)].fill(FAR);
+                continue;
+            };
+            cur[slot(band_lo)..slot(lo)].fill(FAR);
+            cur[slot(hi) + 1..=slot(band_hi)].fill(FAR);
+            let (c_lo, c_hi) = (slot(lo), slot(hi));
             let mut last = if lo == lj { column0 } else { FAR };
             let lx = left_a[x] as usize;
             let base = &done[(lx - li) * w..(lx - li + 1) * w];

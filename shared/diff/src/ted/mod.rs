@@ -24,7 +24,7 @@ mod tests;
 use std::time::{Duration, Instant};
 
 use crate::tree::Tree;
-use zhang_shasha::{Forest, Mirrored, ZhangShasha};
+use zhang_shasha::{Forest, Mirrored, Paths, ZhangShasha};
 
 /// Budgets, in Zhang–Shasha table cells (`work(a) * work(b)` per region).
 #[derive(Debug, Clone, Copy)]
@@ -44,7 +44,7 @@ impl Default for Limits {
         Limits {
             region_work: 1_000_000,
             total_work: 8_000_000,
-            band_work: 8_000_000,
+            band_work: 16_000_000,
             deadline: Instant::now() + Duration::from_secs(2),
         }
     }
@@ -135,14 +135,21 @@ fn certify(
     band_budget: u64,
 ) -> Option<u64> {
     let mut zs = ZhangShasha::default();
-    if let Some((_, paths)) = zs.plan(a.sizes, b.sizes, left) {
+    let (cells, paths) = zs.plan(a.sizes, b.sizes, u64::MAX)?;
+    if cells <= left {
         return Some(zs.distance_along(a, b, paths));
     }
-    // Both orientations' bands give the distance; the cheaper one runs.
-    let (mut mirrored_a, mut mirrored_b) = (Mirrored::default(), Mirrored::default());
-    mirrored_a.of(a);
-    mirrored_b.of(b);
-    let (ma, mb) = (mirrored_a.forest(), mirrored_b.forest());
+    // The band along the paths that make the whole table cheaper: its passes are the
+    // table's, cut down.
+    let mirrored = (paths == Paths::Rightmost).then(|| {
+        let (mut ma, mut mb) = (Mirrored::default(), Mirrored::default());
+        ma.of(a);
+        mb.of(b);
+        (ma, mb)
+    });
+    let (a, b) = mirrored
+        .as_ref()
+        .map_or((a, b), |(ma, mb)| (ma.forest(), mb.forest()));
     let mut band = banded::Banded::default();
     let mut budget = band_budget;
     // First a width a little above the lower bound, where most distances sit (the band's
@@ -152,16 +159,7 @@ fn certify(
     let mut k = lower + lower / 8 + 2;
     loop {
         k = k.min(upper);
-        let width = u32::try_from(k).ok()?;
-        let left = band.cells(a.sizes, b.sizes, width, budget);
-        let right = band.cells(ma.sizes, mb.sizes, width, budget);
-        let (fa, fb) = match (left, right) {
-            (Some(l), Some(r)) if r < l => (ma, mb),
-            (Some(_), _) => (a, b),
-            (None, Some(_)) => (ma, mb),
-            (None, None) => return None,
-        };
-        let (below, cells) = band.distance_below(fa, fb, width, budget)?;
+        let (below, cells) = band.distance_below(a, b, u32::try_from(k).ok()?, budget)?;
         if below < k || k == upper {
             return Some(below);
         }

@@ -454,8 +454,17 @@ fn bracket(shape: &Shape) -> String {
 }
 
 fn tree_pair() -> impl Strategy<Value = (Tree, Tree)> {
-    let nodes = || prop::collection::vec((any::<u8>(), any::<u8>()), 1..=40);
-    let edits = prop::collection::vec((any::<u8>(), any::<u16>(), any::<u8>(), any::<u8>()), 0..6);
+    tree_pair_of(40, 6)
+}
+
+/// Trees of up to `max_nodes` nodes, the second one independent (30%) or up to `max_edits`
+/// unit edits away from the first.
+fn tree_pair_of(max_nodes: usize, max_edits: usize) -> impl Strategy<Value = (Tree, Tree)> {
+    let nodes = move || prop::collection::vec((any::<u8>(), any::<u8>()), 1..=max_nodes);
+    let edits = prop::collection::vec(
+        (any::<u8>(), any::<u16>(), any::<u8>(), any::<u8>()),
+        0..max_edits,
+    );
     (nodes(), prop::option::weighted(0.3, nodes()), edits).prop_map(|(first, second, edits)| {
         let before = shape(&first);
         let after = match second {
@@ -580,6 +589,26 @@ proptest! {
             if cells > 0 {
                 prop_assert_eq!(banded.distance_below(fa, fb, k, cells - 1), None);
             }
+        }
+    }
+
+    #[test]
+    fn the_corridor_keeps_every_distance_below_the_width_on_larger_trees(
+        (a, b) in tree_pair_of(300, 16)
+    ) {
+        // Trees of hundreds of nodes a few edits apart: the prefix and suffix string
+        // distances leave narrow corridors, checked against the whole table.
+        let exact = zs(&a, &b);
+        let labels = a.labels_in(&b);
+        let (fa, fb) = (
+            Forest { labels: &labels, sizes: a.sizes() },
+            Forest { labels: b.labels(), sizes: b.sizes() },
+        );
+        let mut banded = Banded::default();
+        for k in [exact.saturating_sub(1), exact, exact + 1, exact + 4, 2 * exact + 3] {
+            let k = u32::try_from(k.max(1)).unwrap();
+            let (below, _) = banded.distance_below(fa, fb, k, u64::MAX).unwrap();
+            prop_assert_eq!(below, exact.min(u64::from(k)), "k {}", k);
         }
     }
 
