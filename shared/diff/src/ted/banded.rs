@@ -22,7 +22,10 @@
 //! passes only through cells whose sum is no larger, so the band holds it), which leaves each
 //! row a corridor of columns around the near-optimal alignments: as narrow as `k` exceeds the
 //! string distance where the two files agree, as wide as the change where they do not. Every
-//! pass computes only its cells inside the corridor.
+//! pass computes only its cells inside the corridor. The corridor's ends are widened to run
+//! down the rows without turning back (more cells, never fewer), so the rows of a pass that
+//! meet its columns are one run, found by binary search; rows before it are never written and
+//! read as far, rows after it are never needed, and a pass with no such row is skipped.
 
 use super::zhang_shasha::{Forest, keyroot_span, prepare};
 
@@ -43,12 +46,17 @@ pub(super) struct Banded {
     passes: Vec<Pass>,
     band: Band,
     /// Per row of a, the columns whose cells may lie on a mapping of cost below `k`: the
-    /// first and last (none when the first is past the last).
+    /// first and last (none when the first is past the last), both widened to be
+    /// nondecreasing down the rows, so a pass's rows that meet its columns are one run.
     corridor: Vec<(isize, isize)>,
+    /// The corridor's cells in the rows before each row.
+    corridor_cells: Vec<u64>,
     /// Suffix string distances over the band, then tree distances.
     tree: Vec<u32>,
     /// Prefix string distances of two rows, then one pass's forest distances.
     forest: Vec<u32>,
+    /// A row of far cells, for base rows a pass skipped.
+    far_row: Vec<u32>,
     /// What the last plan left to do.
     planned: Planned,
 }
@@ -114,27 +122,29 @@ fn inside(
 }
 
 /// One keyroot pass: the rows `li..end_i` against the columns `lj..end_j` (postorder indices;
-/// a virtual root covers the whole forest), over its band.
-#[derive(Debug, Clone, Copy)]
+/// a virtual root covers the whole forest), over its band; only its `live` rows meet the
+/// corridor.
+#[derive(Debug, Clone)]
 struct Pass {
     li: usize,
     end_i: usize,
     lj: usize,
     end_j: usize,
     band: Band,
+    live: std::ops::Range<usize>,
 }
 
 impl Pass {
     /// The rows holding a cell of the band, column lj − 1 (the empty forest) included: a
     /// base cell the band reaches may sit there. None: the pass is skipped.
-    fn rows(self) -> std::ops::Range<usize> {
+    fn rows(&self) -> std::ops::Range<usize> {
         let first = (self.lj as isize - 1 + self.band.low).max(self.li as isize);
         let end = (self.end_j as isize + self.band.high).min(self.end_i as isize);
         first as usize..end.max(first) as usize
     }
 
     /// The band's first and last column of row x past the empty forest, if any.
-    fn columns(self, x: usize) -> Option<(usize, usize)> {
+    fn columns(&self, x: usize) -> Option<(usize, usize)> {
         let x = x as isize;
         let low = (x - self.band.high).max(self.lj as isize);
         let high = (x - self.band.low).min(self.end_j as isize - 1);
@@ -172,11 +182,16 @@ impl Banded {
         };
         self.band = band;
         let width = band.width() as u64;
-        // The tables, and the string distances over the band.
-        let mut total = 3 * (n as u64 + 1) * (width + 1);
-        if total > budget {
+        // The tables, and the string distances over the band. The passes take at least a
+        // row per live row of a, b's every keyroot over: when the tables alone take half the
+        // budget, the rest is too small to be worth computing the corridor for.
+        // `fixed` counts what a run certainly costs (the tables, the keyroot pairs examined,
+        // a step per live row), `estimate` at most what its corridors' cells cost.
+        let mut fixed = 3 * (n as u64 + 1) * (width + 1);
+        if 2 * fixed > budget {
             return None;
         }
+        let mut estimate = 0;
         self.corridor(a.labels, b.labels, k);
         prepare(
             a.sizes,
@@ -210,47 +225,82 @@ impl Banded {
             // a mapping of cost below k maps no two nodes whose leftmost leaves are k apart
             // (the nodes before those leaves differ by deletions and insertions alone), and
             // each pass's band narrows with |li − lj|.
+            // The rows whose corridor meets b's columns lj − 1..end_j (the empty forest's
+            // column included: its cells are read by the next row and as a base); a pass's
+            // rows start at its leftmost leaf, so li must come before their end.
+            let live = self.corridor_rows(lj, end_j);
             let from = self
                 .by_leaf
                 .partition_point(|&(leaf, _)| leaf as usize + k_wide <= lj);
             let to = self
                 .by_leaf
-                .partition_point(|&(leaf, _)| (leaf as usize) < lj + k_wide);
+                .partition_point(|&(leaf, _)| (leaf as usize) < (lj + k_wide).min(live.end));
             let column = &self.by_leaf[from..to.max(from)];
-            total += column.len() as u64;
+            fixed += column.len() as u64;
             for &(_, i) in column.iter().rev() {
                 let (li, end_i) = keyroot_span(&self.left_a, i);
                 let Some(band) = Band::new(n, m, k, li as isize - lj as isize) else {
                     continue;
                 };
-                let pass = Pass {
+                let mut pass = Pass {
                     li,
                     end_i,
                     lj,
                     end_j,
                     band,
+                    live: 0..0,
                 };
-                // A row costs its corridor's cells, and one for filling the rest of its band.
-                let mut cells = 0;
-                let mut live = false;
-                for x in pass.rows() {
-                    let inside = pass.columns(x).and_then(|c| inside(&self.corridor, x, c));
-                    live |= inside.is_some();
-                    cells += 1 + inside.map_or(0, |(lo, hi)| (hi - lo + 1) as u64);
-                }
-                // A pass with no cell in the corridor would leave every cell far, as the
-                // tree distances it writes already stand.
-                if live {
-                    total += cells;
+                let rows = pass.rows();
+                pass.live = rows.start.max(live.start)..rows.end.min(live.end);
+                // A row costs one step for filling its band outside the corridor, and its
+                // corridor's cells: at most the corridor's width, and at most the pass's
+                // columns. A pass whose rows do not meet the corridor within its columns
+                // would leave every cell far, as the tree distances it writes already stand.
+                if !pass.live.is_empty() {
+                    let cells =
+                        self.corridor_cells[pass.live.end] - self.corridor_cells[pass.live.start];
+                    let columns = (end_j - lj).min(band.width()) as u64;
+                    let rows = pass.live.len() as u64;
+                    fixed += rows;
+                    estimate += cells.min(rows * columns);
                     self.passes.push(pass);
                 }
             }
-            if total > budget {
+            if fixed > budget {
                 return None;
+            }
+        }
+        // The estimate takes each live row's whole corridor, up to the pass's width, where
+        // only its part within the pass's columns is computed: when it says over, count.
+        let mut total = fixed + estimate;
+        if total > budget {
+            total = fixed;
+            for pass in &self.passes {
+                for x in pass.live.clone() {
+                    let columns = pass.columns(x);
+                    if let Some((lo, hi)) = columns.and_then(|c| inside(&self.corridor, x, c)) {
+                        total += (hi - lo + 1) as u64;
+                    }
+                }
+                if total > budget {
+                    return None;
+                }
             }
         }
         self.planned = Planned::Passes(k);
         Some(total)
+    }
+
+    /// The rows whose corridor meets columns `first − 1..end` (one run: the corridor's ends
+    /// are nondecreasing).
+    fn corridor_rows(&self, first: usize, end: usize) -> std::ops::Range<usize> {
+        let start = self
+            .corridor
+            .partition_point(|&(_, last)| last < first as isize - 1);
+        let end = self
+            .corridor
+            .partition_point(|&(first, _)| first < end as isize);
+        start..end.max(start)
     }
 
     /// Runs the last plan on the same forests: `min(distance(a, b), k)`.
@@ -268,10 +318,15 @@ impl Banded {
             self.forest.resize((n + 1) * w, FAR);
         }
         let passes = std::mem::take(&mut self.passes);
-        for &pass in &passes {
+        for pass in &passes {
             self.pass(a, b, pass);
         }
+        // The virtual roots' pass comes last; planned away, its cells were all far.
+        let finished = passes.last().is_some_and(|p| p.li == 0 && p.lj == 0);
         self.passes = passes;
+        if !finished {
+            return u64::from(k);
+        }
         // The virtual roots' pass ends on the whole forests: row n, column m − 1.
         let slot = self.band.slot(n as isize - 1, m as isize - 1);
         let last = slot.map_or(FAR, |c| self.forest[n * w + c]);
@@ -286,95 +341,113 @@ impl Banded {
     fn corridor(&mut self, a: &[u32], b: &[u32], k: u32) {
         let (n, m, band) = (a.len(), b.len(), self.band);
         let w = band.width();
-        // The band's columns of row x within 0..end.
-        let columns = |x: usize, end: usize| {
+        // Rows of the band's slots between two far ones: slot c of row x is column
+        // x − band.high + c, at index 1 + c. Then (x ± 1, y ± 1) is the same slot of the
+        // next or previous row, (x ± 1, y) one slot left or right of it, (x, y ± 1) the next
+        // slot; no neighbour needs a bounds check.
+        let stride = w + 2;
+        // Row x's slot range for columns first..=last (clipped to the band).
+        let slots = |x: usize, first: isize, last: isize| {
             let x = x as isize;
-            (x - band.high).max(0) as usize..(x - band.low + 1).min(end as isize).max(0) as usize
+            let low = (first - x + band.high).max(0);
+            let high = (last - x + band.high).min(w as isize - 1);
+            (low as usize + 1)..(high + 2).max(low + 1) as usize
         };
-        // Suffix distances after (x, y), rows from the last; row n − 1 and column m − 1 are
-        // the empty suffixes, computed rather than stored.
+        // Suffix distances after (x, y), rows from the last; in the last row and the last
+        // column one of the suffixes is empty. Column −1 (all of b after it) included.
         let suffix = &mut self.tree;
         suffix.clear();
-        suffix.resize(n * w, FAR);
-        let at = |table: &[u32], x: usize, y: usize| {
-            band.slot(x as isize, y as isize)
-                .map_or(FAR, |c| table[x * w + c])
-        };
-        let after = |table: &[u32], x: usize, y: usize| {
-            if x == n - 1 {
-                (m - 1 - y) as u32
-            } else if y == m - 1 {
-                (n - 1 - x) as u32
-            } else {
-                at(table, x, y)
-            }
-        };
-        for x in (0..n.saturating_sub(1)).rev() {
-            for y in columns(x, m - 1).rev() {
-                let value = (after(suffix, x + 1, y + 1) + u32::from(a[x + 1] != b[y + 1]))
-                    .min(after(suffix, x + 1, y) + 1)
-                    .min(after(suffix, x, y + 1) + 1);
-                let c = band.slot(x as isize, y as isize).expect("a band column");
-                suffix[x * w + c] = value;
+        suffix.resize(n * stride, FAR);
+        let column = |x: usize, index: usize| x as isize - band.high + index as isize - 1;
+        for index in slots(n - 1, -1, m as isize - 1) {
+            suffix[(n - 1) * stride + index] = (m as isize - 1 - column(n - 1, index)) as u32;
+        }
+        for x in (0..n - 1).rev() {
+            let (row, below) = suffix[x * stride..(x + 2) * stride].split_at_mut(stride);
+            for index in slots(x, -1, m as isize - 1).rev() {
+                let next = (column(x, index) + 1) as usize;
+                row[index] = if next == m {
+                    (n - 1 - x) as u32
+                } else {
+                    (below[index] + u32::from(a[x + 1] != b[next]))
+                        .min(below[index - 1] + 1)
+                        .min(row[index + 1] + 1)
+                };
             }
         }
-        // Prefix distances up to (x, y), row by row in two rows, each row's corridor as it
-        // is finished.
+        // Prefix distances up to (x, y), from the virtual row −1 (the empty prefix of a) and
+        // with the virtual column −1 (the empty prefix of b), in two rows; each row's
+        // corridor as it is finished.
         let rows = &mut self.forest;
         rows.clear();
-        rows.resize(2 * w, FAR);
+        rows.resize(2 * stride, FAR);
         self.corridor.clear();
+        self.corridor_cells.clear();
+        self.corridor_cells.push(0);
+        // Row −1, read by row 0 (even rows are written to the first half): P(−1, y) = y + 1.
+        for (index, value) in rows[stride..].iter_mut().enumerate().take(w + 1).skip(1) {
+            let y = -1 - band.high + index as isize - 1;
+            if (-1..m as isize).contains(&y) {
+                *value = (y + 1) as u32;
+            }
+        }
         for (x, &label) in a.iter().enumerate() {
-            let (prev, cur) = rows.split_at_mut(w);
-            let (prev, cur) = if x % 2 == 0 { (cur, prev) } else { (prev, cur) };
-            let before = |y: usize| -> u32 {
-                // The prefix distance of (x − 1, y).
-                if x == 0 {
-                    y as u32 + 1
-                } else {
-                    band.slot(x as isize - 1, y as isize)
-                        .map_or(FAR, |c| prev[c])
-                }
+            let (first, second) = rows.split_at_mut(stride);
+            let (prev, cur) = if x % 2 == 0 {
+                (&*second, first)
+            } else {
+                (&*first, second)
             };
-            let mut corridor = (1, 0);
-            let mut left = FAR;
-            for y in columns(x, m) {
-                let diagonal = match (x, y) {
-                    (0, _) => y as u32,
-                    (_, 0) => x as u32,
-                    _ => before(y - 1),
+            cur.fill(FAR);
+            let range = slots(x, -1, m as isize - 1);
+            let mut corridor = (m as isize, -2);
+            let suffix_row = &suffix[x * stride..(x + 1) * stride];
+            for index in range {
+                let y = column(x, index);
+                let value = if y < 0 {
+                    x as u32 + 1
+                } else {
+                    (prev[index] + u32::from(label != b[y as usize]))
+                        .min(prev[index + 1] + 1)
+                        .min(cur[index - 1] + 1)
                 };
-                if y == 0 {
-                    left = x as u32 + 1;
-                }
-                let value = (diagonal + u32::from(label != b[y]))
-                    .min(before(y) + 1)
-                    .min(left + 1);
-                left = value;
-                let c = band.slot(x as isize, y as isize).expect("a band column");
-                cur[c] = value;
-                if value + after(suffix, x, y) < k {
-                    if corridor.0 > corridor.1 {
-                        corridor.0 = y as isize;
-                    }
-                    corridor.1 = y as isize;
+                cur[index] = value;
+                if value + suffix_row[index] < k {
+                    corridor.0 = corridor.0.min(y);
+                    corridor.1 = y;
                 }
             }
             self.corridor.push(corridor);
+        }
+        // Widened to nondecreasing ends: the last columns as a running maximum down the
+        // rows, the first as a running minimum up them. More cells, never fewer.
+        let mut last = -2;
+        for row in &mut self.corridor {
+            last = last.max(row.1);
+            row.1 = last;
+        }
+        let mut first = m as isize;
+        for row in self.corridor.iter_mut().rev() {
+            first = first.min(row.0);
+            row.0 = first;
+        }
+        for (x, &(first, last)) in self.corridor.iter().enumerate() {
+            let cells = (last - first + 1).max(0) as u64;
+            self.corridor_cells.push(self.corridor_cells[x] + cells);
         }
     }
 
     /// One keyroot pass over its band. Row `r` is node `x = li + r − 1` (row 0: the empty
     /// forest before li), and column lj − 1 is the empty forest before lj. The pass's rows use
     /// its own band; the tree distances, read across passes, use the whole forests' band.
-    fn pass(&mut self, a: Forest<'_>, b: Forest<'_>, pass: Pass) {
+    fn pass(&mut self, a: Forest<'_>, b: Forest<'_>, pass: &Pass) {
         let Pass {
             li,
             lj,
             end_j,
             band,
             ..
-        } = pass;
+        } = *pass;
         let w = band.width() + 1;
         let far = w - 1;
         let tree_width = self.band.width() + 1;
@@ -387,8 +460,17 @@ impl Banded {
         for y in (lj as isize - 1).max(x0 - band.high)..=(end_j as isize - 1).min(x0 - band.low) {
             row0[(band.high - x0 + y) as usize] = (y + 1 - lj as isize) as u32;
         }
+        let rows = pass.live.clone();
+        // The row before the first live one reads far, unless it is row 0.
+        if rows.start > li {
+            let r = rows.start - li;
+            self.forest[r * w..(r + 1) * w].fill(FAR);
+        }
+        if self.far_row.len() < w {
+            self.far_row.resize(w, FAR);
+        }
         let (left_a, left_b) = (&self.left_a[..], &self.left_b[..]);
-        for x in pass.rows() {
+        for x in rows.clone() {
             let r = x - li + 1;
             let (done, rest) = self.forest.split_at_mut(r * w);
             let prev = &done[(r - 1) * w..];
@@ -416,7 +498,12 @@ impl Banded {
             let (c_lo, c_hi) = (slot(lo), slot(hi));
             let mut last = if lo == lj { column0 } else { FAR };
             let lx = left_a[x] as usize;
-            let base = &done[(lx - li) * w..(lx - li + 1) * w];
+            // Rows before the live ones were never written: their cells stand far.
+            let base = if lx == li || lx >= rows.start {
+                &done[(lx - li) * w..(lx - li + 1) * w]
+            } else {
+                &self.far_row[..w]
+            };
             let tree_row = &mut self.tree[x * tree_width + offset..][..far];
             // The slot of (lx − 1, ly − 1) in the base row; past the band it wraps or runs
             // beyond the row, and the clamp lands on the far slot.

@@ -152,18 +152,19 @@ fn certify(
         .map_or((a, b), |(ma, mb)| (ma.forest(), mb.forest()));
     let mut band = banded::Banded::default();
     let mut budget = band_budget;
-    // First a width a little above the lower bound, where most distances sit (the band's
-    // cost grows with its width), then twice as wide each time up to the upper bound, which
-    // always settles it, since the distance is below it or equal to it. A run that does not
-    // settle it costs less than the next.
-    let mut k = lower + lower / 8 + 2;
+    // First a width a little above the lower bound, where most distances sit; then, while
+    // the distance is not below the width, twice the slack above the lower bound, up to the
+    // upper bound, which always settles it (the distance is below it or equal to it). The
+    // corridor's width, and so a run's cost, grows with that slack: a run that does not
+    // settle it costs about half the next.
+    let mut slack = lower / 8 + 2;
     loop {
-        k = k.min(upper);
+        let k = (lower + slack).min(upper);
         let (below, cells) = band.distance_below(a, b, u32::try_from(k).ok()?, budget)?;
         if below < k || k == upper {
             return Some(below);
         }
         budget -= cells;
-        k *= 2;
+        slack *= 2;
     }
 }
