@@ -27,7 +27,13 @@
 //! meet its columns are one run, found by binary search; rows before it are never written and
 //! read as far, rows after it are never needed, and a pass with no such row is skipped.
 
+use std::time::Instant;
+
 use super::zhang_shasha::{Forest, keyroot_span, prepare};
+
+/// Passes between two reads of the clock: a pass takes microseconds, a clock read tens of
+/// nanoseconds.
+const PASSES_PER_CLOCK_READ: usize = 64;
 
 /// "Too far": above any distance, and two of them plus a path's length still fit a `u32`.
 const FAR: u32 = u32::MAX / 4;
@@ -155,16 +161,18 @@ impl Pass {
 impl Banded {
     /// `min(distance(a, b), k)` — the exact unit-cost forest distance when it is below `k`,
     /// else `k` — and the table cells it took; `None`, before any work, when it would take
-    /// more than `budget` cells.
+    /// more than `budget` cells, and `None` when `deadline` has passed before the run or
+    /// passes during it (read every [`PASSES_PER_CLOCK_READ`] passes).
     pub fn distance_below(
         &mut self,
         a: Forest<'_>,
         b: Forest<'_>,
         k: u32,
         budget: u64,
+        deadline: Instant,
     ) -> Option<(u64, u64)> {
         let cells = self.plan(a, b, k, budget)?;
-        Some((self.run(a, b), cells))
+        Some((self.run(a, b, deadline)?, cells))
     }
 
     /// Prepares a run on `a` and `b` for distances below `k` and gives the cells it will
@@ -303,13 +311,17 @@ impl Banded {
         start..end.max(start)
     }
 
-    /// Runs the last plan on the same forests: `min(distance(a, b), k)`.
-    fn run(&mut self, a: Forest<'_>, b: Forest<'_>) -> u64 {
+    /// Runs the last plan on the same forests: `min(distance(a, b), k)`, or `None` past
+    /// `deadline`.
+    fn run(&mut self, a: Forest<'_>, b: Forest<'_>, deadline: Instant) -> Option<u64> {
         let k = match self.planned {
-            Planned::Settled(answer) => return answer,
+            Planned::Settled(answer) => return Some(answer),
             Planned::Passes(k) => k,
             Planned::Nothing => unreachable!("a run follows a plan within budget"),
         };
+        if Instant::now() >= deadline {
+            return None;
+        }
         let (n, m) = (a.labels.len(), b.labels.len());
         let w = self.band.width() + 1;
         self.tree.clear();
@@ -318,19 +330,25 @@ impl Banded {
             self.forest.resize((n + 1) * w, FAR);
         }
         let passes = std::mem::take(&mut self.passes);
-        for pass in &passes {
+        for (done, pass) in passes.iter().enumerate() {
+            if done % PASSES_PER_CLOCK_READ == PASSES_PER_CLOCK_READ - 1
+                && Instant::now() >= deadline
+            {
+                self.passes = passes;
+                return None;
+            }
             self.pass(a, b, pass);
         }
         // The virtual roots' pass comes last; planned away, its cells were all far.
         let finished = passes.last().is_some_and(|p| p.li == 0 && p.lj == 0);
         self.passes = passes;
         if !finished {
-            return u64::from(k);
+            return Some(u64::from(k));
         }
         // The virtual roots' pass ends on the whole forests: row n, column m − 1.
         let slot = self.band.slot(n as isize - 1, m as isize - 1);
         let last = slot.map_or(FAR, |c| self.forest[n * w + c]);
-        u64::from(last.min(k))
+        Some(u64::from(last.min(k)))
     }
 
     /// Each row's corridor: the columns y whose prefix string distance (labels up to x and

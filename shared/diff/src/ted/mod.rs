@@ -111,7 +111,8 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
     }
     if lower < value && Instant::now() < limits.deadline {
         let left = limits.total_work.saturating_sub(spent);
-        if let Some(exact) = certify(whole_a, whole_b, lower, value, left, limits.band_work) {
+        let budgets = (left, limits.band_work, limits.deadline);
+        if let Some(exact) = certify(whole_a, whole_b, lower, value, budgets) {
             return Distance {
                 value: exact,
                 exact: true,
@@ -131,8 +132,7 @@ fn certify(
     b: Forest<'_>,
     lower: u64,
     upper: u64,
-    left: u64,
-    band_budget: u64,
+    (left, band_budget, deadline): (u64, u64, Instant),
 ) -> Option<u64> {
     let mut zs = ZhangShasha::default();
     let (cells, paths) = zs.plan(a.sizes, b.sizes, u64::MAX)?;
@@ -160,7 +160,8 @@ fn certify(
     let mut slack = lower / 8 + 2;
     loop {
         let k = (lower + slack).min(upper);
-        let (below, cells) = band.distance_below(a, b, u32::try_from(k).ok()?, budget)?;
+        let width = u32::try_from(k).ok()?;
+        let (below, cells) = band.distance_below(a, b, width, budget, deadline)?;
         if below < k || k == upper {
             return Some(below);
         }

@@ -27,6 +27,10 @@ fn far_limits(region_work: u64, total_work: u64) -> Limits {
     }
 }
 
+fn far_deadline() -> Instant {
+    Instant::now() + Duration::from_secs(600)
+}
+
 fn zs(a: &Tree, b: &Tree) -> u64 {
     let labels = a.labels_in(b);
     ZhangShasha::default().distance(
@@ -584,16 +588,18 @@ proptest! {
         let mut banded = Banded::default();
         for k in [1, 2, 3, exact.saturating_sub(1), exact, exact + 1, exact + 7, 200] {
             let k = u32::try_from(k.max(1)).unwrap();
-            let (below, cells) = banded.distance_below(fa, fb, k, u64::MAX).unwrap();
+            let (below, cells) = banded.distance_below(fa, fb, k, u64::MAX, far_deadline()).unwrap();
             prop_assert_eq!(below, exact.min(u64::from(k)), "k {}", k);
             if cells > 0 {
                 // A smaller budget is refused before any work, or met by counting exactly
                 // the cells the estimate overstated; the answer stays.
-                if let Some((again, fewer)) = banded.distance_below(fa, fb, k, cells - 1) {
+                if let Some((again, fewer)) = banded.distance_below(fa, fb, k, cells - 1, far_deadline()) {
                     prop_assert_eq!(again, below);
                     prop_assert!(fewer < cells);
                 }
-                prop_assert_eq!(banded.distance_below(fa, fb, k, 0), None);
+                prop_assert_eq!(banded.distance_below(fa, fb, k, 0, far_deadline()), None);
+                // Past its deadline a run gives up.
+                prop_assert_eq!(banded.distance_below(fa, fb, k, cells, Instant::now()), None);
             }
         }
     }
@@ -613,7 +619,7 @@ proptest! {
         let mut banded = Banded::default();
         for k in [exact.saturating_sub(1), exact, exact + 1, exact + 4, 2 * exact + 3] {
             let k = u32::try_from(k.max(1)).unwrap();
-            let (below, _) = banded.distance_below(fa, fb, k, u64::MAX).unwrap();
+            let (below, _) = banded.distance_below(fa, fb, k, u64::MAX, far_deadline()).unwrap();
             prop_assert_eq!(below, exact.min(u64::from(k)), "k {}", k);
         }
     }
@@ -632,11 +638,11 @@ proptest! {
         );
         let (lower, upper) = (exact * lower_share / 4, exact + slack);
         // Nothing left for the whole pair: the band settles it, from its guess or the bound.
-        prop_assert_eq!(certify(fa, fb, lower, upper, 0, u64::MAX), Some(exact));
+        prop_assert_eq!(certify(fa, fb, lower, upper, (0, u64::MAX, far_deadline())), Some(exact));
         // The whole pair fits what is left: Zhang–Shasha settles it, the band unused.
-        prop_assert_eq!(certify(fa, fb, lower, upper, u64::MAX, 0), Some(exact));
+        prop_assert_eq!(certify(fa, fb, lower, upper, (u64::MAX, 0, far_deadline())), Some(exact));
         // Neither fits: nothing, unless the sizes alone settle it.
-        let none = certify(fa, fb, lower, upper, 0, 0);
+        let none = certify(fa, fb, lower, upper, (0, 0, far_deadline()));
         prop_assert!(none.is_none() || none == Some(exact), "{:?}", none);
     }
 
