@@ -190,11 +190,10 @@ impl Banded {
         };
         self.band = band;
         let width = band.width() as u64;
-        // The tables, and the string distances over the band. The passes take at least a
-        // row per live row of a, b's every keyroot over: when the tables alone take half the
-        // budget, the rest is too small to be worth computing the corridor for.
-        // `fixed` counts what a run certainly costs (the tables, the keyroot pairs examined,
-        // a step per live row), `estimate` at most what its corridors' cells cost.
+        // `fixed` counts what a run certainly costs: the tables and the string distances over
+        // the band (three of n × width), the keyroot pairs examined and a step per live row;
+        // `estimate`, at most what the corridors' cells cost. When the tables alone take half
+        // the budget, what is left is too little to be worth computing the corridor for.
         let mut fixed = 3 * (n as u64 + 1) * (width + 1);
         if 2 * fixed > budget {
             return None;
@@ -229,14 +228,14 @@ impl Banded {
         // every tree distance a pass reads was written by an earlier one.
         for &j in &self.keyroots_b {
             let (lj, end_j) = keyroot_span(&self.left_b, j);
+            // The rows whose corridor meets b's columns lj − 1..end_j (the empty forest's
+            // column included: its cells are read by the next row and as a base).
+            let live = self.corridor_rows(lj, end_j);
             // A pass yields the tree distances of nodes whose leftmost leaves are li and lj;
             // a mapping of cost below k maps no two nodes whose leftmost leaves are k apart
             // (the nodes before those leaves differ by deletions and insertions alone), and
-            // each pass's band narrows with |li − lj|.
-            // The rows whose corridor meets b's columns lj − 1..end_j (the empty forest's
-            // column included: its cells are read by the next row and as a base); a pass's
-            // rows start at its leftmost leaf, so li must come before their end.
-            let live = self.corridor_rows(lj, end_j);
+            // each pass's band narrows with |li − lj|. A pass's rows start at li, so li must
+            // also come before the live rows end.
             let from = self
                 .by_leaf
                 .partition_point(|&(leaf, _)| leaf as usize + k_wide <= lj);
