@@ -29,7 +29,7 @@
 
 use std::time::Instant;
 
-use super::zhang_shasha::{Forest, keyroot_span, prepare};
+use super::zhang_shasha::{Forest, Keyroots, keyroot_span};
 
 /// Passes between two reads of the clock: a pass takes microseconds, a clock read tens of
 /// nanoseconds.
@@ -42,11 +42,9 @@ const FAR: u32 = u32::MAX / 4;
 /// band's cells of that row and a last slot that always reads [`FAR`].
 #[derive(Debug, Default)]
 pub(super) struct Banded {
-    seen: Vec<bool>,
-    left_a: Vec<u32>,
-    left_b: Vec<u32>,
-    keyroots_a: Vec<u32>,
-    keyroots_b: Vec<u32>,
+    /// Leftmost leaves and keyroots of both forests.
+    roots_a: Keyroots,
+    roots_b: Keyroots,
     /// Keyroots of a (leftmost leaf, keyroot), by leaf.
     by_leaf: Vec<(u32, u32)>,
     passes: Vec<Pass>,
@@ -200,25 +198,16 @@ impl Banded {
         }
         let mut estimate = 0;
         self.corridor(a.labels, b.labels, k);
-        prepare(
-            a.sizes,
-            &mut self.left_a,
-            &mut self.keyroots_a,
-            &mut self.seen,
-        );
-        prepare(
-            b.sizes,
-            &mut self.left_b,
-            &mut self.keyroots_b,
-            &mut self.seen,
-        );
+        self.roots_a.of(a.sizes);
+        self.roots_b.of(b.sizes);
         let k_wide = k as usize;
         // Keyroots of a by leftmost leaf (each leaf has one; leaf 0: the virtual root).
         self.by_leaf.clear();
         self.by_leaf.extend(
-            self.keyroots_a
+            self.roots_a
+                .roots
                 .iter()
-                .map(|&i| (keyroot_span(&self.left_a, i).0 as u32, i)),
+                .map(|&i| (keyroot_span(&self.roots_a.left, i).0 as u32, i)),
         );
         self.by_leaf.sort_unstable();
         self.passes.clear();
@@ -226,8 +215,8 @@ impl Banded {
         // a pass reads the tree distances of its keyroots' descendants off their leftmost
         // paths, whose own keyroots have larger leftmost leaves (or are b's earlier ones), so
         // every tree distance a pass reads was written by an earlier one.
-        for &j in &self.keyroots_b {
-            let (lj, end_j) = keyroot_span(&self.left_b, j);
+        for &j in &self.roots_b.roots {
+            let (lj, end_j) = keyroot_span(&self.roots_b.left, j);
             // The rows whose corridor meets b's columns lj − 1..end_j (the empty forest's
             // column included: its cells are read by the next row and as a base).
             let live = self.corridor_rows(lj, end_j);
@@ -245,7 +234,7 @@ impl Banded {
             let column = &self.by_leaf[from..to.max(from)];
             fixed += column.len() as u64;
             for &(_, i) in column.iter().rev() {
-                let (li, end_i) = keyroot_span(&self.left_a, i);
+                let (li, end_i) = keyroot_span(&self.roots_a.left, i);
                 let Some(band) = Band::new(n, m, k, li as isize - lj as isize) else {
                     continue;
                 };
@@ -486,7 +475,7 @@ impl Banded {
         if self.far_row.len() < w {
             self.far_row.resize(w, FAR);
         }
-        let (left_a, left_b) = (&self.left_a[..], &self.left_b[..]);
+        let (left_a, left_b) = (&self.roots_a.left[..], &self.roots_b.left[..]);
         for x in rows.clone() {
             let r = x - li + 1;
             let (done, rest) = self.forest.split_at_mut(r * w);

@@ -27,6 +27,20 @@ fn far_limits(region_work: u64, total_work: u64) -> Limits {
     }
 }
 
+/// Both trees as forests, `a`'s labels (`labels`) in `b`'s ids.
+fn forests<'t>(labels: &'t [u32], a: &'t Tree, b: &'t Tree) -> (Forest<'t>, Forest<'t>) {
+    (
+        Forest {
+            labels,
+            sizes: a.sizes(),
+        },
+        Forest {
+            labels: b.labels(),
+            sizes: b.sizes(),
+        },
+    )
+}
+
 fn far_deadline() -> Instant {
     Instant::now() + Duration::from_secs(600)
 }
@@ -511,10 +525,7 @@ proptest! {
     fn runs_along_rightmost_paths_give_the_same_distance_for_the_mirrored_work((a, b) in tree_pair()) {
         let exact = naive(&a, &b);
         let labels = a.labels_in(&b);
-        let (fa, fb) = (
-            Forest { labels: &labels, sizes: a.sizes() },
-            Forest { labels: b.labels(), sizes: b.sizes() },
-        );
+        let (fa, fb) = forests(&labels, &a, &b);
         let mut zs = ZhangShasha::default();
         prop_assert_eq!(zs.distance_along(fa, fb, Paths::Rightmost), exact);
         prop_assert_eq!(zs.distance_along(fa, fb, Paths::Leftmost), exact);
@@ -581,10 +592,7 @@ proptest! {
     fn the_band_answers_every_distance_below_its_width((a, b) in tree_pair()) {
         let exact = naive(&a, &b);
         let labels = a.labels_in(&b);
-        let (fa, fb) = (
-            Forest { labels: &labels, sizes: a.sizes() },
-            Forest { labels: b.labels(), sizes: b.sizes() },
-        );
+        let (fa, fb) = forests(&labels, &a, &b);
         let mut banded = Banded::default();
         for k in [1, 2, 3, exact.saturating_sub(1), exact, exact + 1, exact + 7, 200] {
             let k = u32::try_from(k.max(1)).unwrap();
@@ -612,10 +620,7 @@ proptest! {
         // distances leave narrow corridors, checked against the whole table.
         let exact = zs(&a, &b);
         let labels = a.labels_in(&b);
-        let (fa, fb) = (
-            Forest { labels: &labels, sizes: a.sizes() },
-            Forest { labels: b.labels(), sizes: b.sizes() },
-        );
+        let (fa, fb) = forests(&labels, &a, &b);
         let mut banded = Banded::default();
         for k in [exact.saturating_sub(1), exact, exact + 1, exact + 4, 2 * exact + 3] {
             let k = u32::try_from(k.max(1)).unwrap();
@@ -632,10 +637,7 @@ proptest! {
     ) {
         let exact = naive(&a, &b);
         let labels = a.labels_in(&b);
-        let (fa, fb) = (
-            Forest { labels: &labels, sizes: a.sizes() },
-            Forest { labels: b.labels(), sizes: b.sizes() },
-        );
+        let (fa, fb) = forests(&labels, &a, &b);
         let (lower, upper) = (exact * lower_share / 4, exact + slack);
         // Nothing left for the whole pair: the band settles it, from its guess or the bound.
         prop_assert_eq!(certify(fa, fb, lower, upper, (0, u64::MAX, far_deadline())), Some(exact));

@@ -32,10 +32,9 @@ pub(super) struct ZhangShasha {
     /// Both forests mirrored, for runs along rightmost paths.
     mirrored: [Mirrored; 2],
     seen: Vec<bool>,
-    left_a: Vec<u32>,
-    left_b: Vec<u32>,
-    keyroots_a: Vec<u32>,
-    keyroots_b: Vec<u32>,
+    /// Leftmost leaves and keyroots of both forests.
+    roots_a: Keyroots,
+    roots_b: Keyroots,
     tree: Vec<u32>,
     forest: Vec<u32>,
 }
@@ -124,18 +123,8 @@ impl ZhangShasha {
         if n == 0 || m == 0 {
             return (n + m) as u64;
         }
-        prepare(
-            a.sizes,
-            &mut self.left_a,
-            &mut self.keyroots_a,
-            &mut self.seen,
-        );
-        prepare(
-            b.sizes,
-            &mut self.left_b,
-            &mut self.keyroots_b,
-            &mut self.seen,
-        );
+        self.roots_a.of(a.sizes);
+        self.roots_b.of(b.sizes);
         // Every tree-distance entry is written by an earlier pass before any pass reads it, so
         // stale contents from a previous run are harmless and growing need not zero-fill twice.
         if self.tree.len() < n * m {
@@ -144,16 +133,16 @@ impl ZhangShasha {
         if self.forest.len() < (n + 1) * (m + 1) {
             self.forest = vec![0; (n + 1) * (m + 1)];
         }
-        let (left_a, left_b) = (&self.left_a[..], &self.left_b[..]);
+        let (left_a, left_b) = (&self.roots_a.left[..], &self.roots_b.left[..]);
         let tree = &mut self.tree[..n * m];
         let forest = &mut self.forest[..];
         let mut width = 0;
         // Keyroots of b outermost: the passes for one of them read tree distances from the
         // same few columns of every row, which then stay in cache across the inner loop.
-        for &j in &self.keyroots_b {
+        for &j in &self.roots_b.roots {
             let (lj, end_j) = keyroot_span(left_b, j);
             width = end_j - lj + 1;
-            for &i in &self.keyroots_a {
+            for &i in &self.roots_a.roots {
                 let (li, end_i) = keyroot_span(left_a, i);
                 for (dy, cell) in forest[..width].iter_mut().enumerate() {
                     *cell = dy as u32;
@@ -264,32 +253,38 @@ pub(super) fn keyroot_span(left: &[u32], root: u32) -> (usize, usize) {
     }
 }
 
-/// Leftmost leaves and keyroots (ascending, the virtual root `n` last) of one forest.
-pub(super) fn prepare(
-    sizes: &[u32],
-    left: &mut Vec<u32>,
-    keyroots: &mut Vec<u32>,
-    seen: &mut Vec<bool>,
-) {
-    let n = sizes.len();
-    left.clear();
-    left.extend(
-        sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &size)| i as u32 + 1 - size),
-    );
-    seen.clear();
-    seen.resize(n, false);
-    seen[0] = true;
-    keyroots.clear();
-    for i in (0..n).rev() {
-        let l = left[i] as usize;
-        if !seen[l] {
-            seen[l] = true;
-            keyroots.push(i as u32);
+/// A forest's leftmost leaves and keyroots (ascending, the virtual root `n` last).
+#[derive(Debug, Default)]
+pub(super) struct Keyroots {
+    pub left: Vec<u32>,
+    pub roots: Vec<u32>,
+    seen: Vec<bool>,
+}
+
+impl Keyroots {
+    /// Those of the forest with subtree sizes `sizes`.
+    pub fn of(&mut self, sizes: &[u32]) {
+        let Keyroots { left, roots, seen } = self;
+        let n = sizes.len();
+        left.clear();
+        left.extend(
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &size)| i as u32 + 1 - size),
+        );
+        seen.clear();
+        seen.resize(n, false);
+        seen[0] = true;
+        roots.clear();
+        for i in (0..n).rev() {
+            let l = left[i] as usize;
+            if !seen[l] {
+                seen[l] = true;
+                roots.push(i as u32);
+            }
         }
+        roots.reverse();
+        roots.push(n as u32);
     }
-    keyroots.reverse();
-    keyroots.push(n as u32);
 }
