@@ -200,6 +200,11 @@ fn forest_slices_are_measured_as_forests() {
     );
     assert_eq!(zs.distance(empty, empty), 0);
     assert_eq!(zs.work(&[], 100), 0);
+    assert_eq!(ZhangShasha::work_right(&[], 100), 0);
+    assert_eq!(
+        zs.plan(&[], a.sizes(), 100).map(|(cells, _)| cells),
+        Some(0)
+    );
     // Keyroots of {r{b}{c{d}}}: c (size 2) and the virtual root (size 4); b and r share
     // leftmost leaf 0 with the virtual root.
     assert_eq!(zs.work(a.sizes(), u64::MAX), 6);

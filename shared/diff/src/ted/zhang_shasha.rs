@@ -71,9 +71,9 @@ impl ZhangShasha {
     /// exactly when `i + 1` has children.
     pub fn work_right(sizes: &[u32], cap: u64) -> u64 {
         let mut total = sizes.len() as u64;
-        for (&size, &next) in sizes.iter().zip(&sizes[1..]) {
-            if next == 1 {
-                total += u64::from(size);
+        for pair in sizes.windows(2) {
+            if pair[1] == 1 {
+                total += u64::from(pair[0]);
                 if total > cap {
                     break;
                 }
