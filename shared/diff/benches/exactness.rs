@@ -21,12 +21,15 @@ use agentrl_diff::{parse::parse, ted, tree::Tree};
 
 mod common;
 
+/// The value after `name` on the command line.
+fn value(name: &str) -> Option<String> {
+    let mut args = std::env::args().skip_while(|a| a != name);
+    args.next()?;
+    args.next()
+}
+
 fn flag(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map_or(default, |v| v.parse::<f64>().expect("a number") as u64)
+    value(name).map_or(default, |v| v.parse::<f64>().expect("a number") as u64)
 }
 
 /// FNV-1a over both trees in bracket notation: stable across runs and toolchains.
@@ -46,12 +49,7 @@ struct OracleCache {
 
 impl OracleCache {
     fn open() -> Self {
-        let args: Vec<String> = std::env::args().collect();
-        let path = args
-            .iter()
-            .position(|a| a == "--oracle-cache")
-            .and_then(|i| args.get(i + 1))
-            .map(PathBuf::from);
+        let path = value("--oracle-cache").map(PathBuf::from);
         let known = path
             .as_ref()
             .and_then(|p| std::fs::read_to_string(p).ok())
