@@ -26,6 +26,9 @@
 //! down the rows without turning back (more cells, never fewer), so the rows of a pass that
 //! meet its columns are one run, found by binary search; rows before it are never written and
 //! read as far, rows after it are never needed, and a pass with no such row is skipped.
+//! A pass is there for the tree distances of its keyroots' leftmost paths, and a tree
+//! distance is read only by the cell it stands for: a pass whose path cells all lie outside
+//! the corridor is skipped, and the others stop at their last such row and column.
 
 use std::time::Instant;
 
@@ -45,8 +48,16 @@ pub(super) struct Banded {
     /// Leftmost leaves and keyroots of both forests.
     roots_a: Keyroots,
     roots_b: Keyroots,
+    /// The nodes of both forests by leftmost leaf: each keyroot's leftmost path.
+    paths_a: LeftmostPaths,
+    paths_b: LeftmostPaths,
     /// Keyroots of a (leftmost leaf, keyroot), by leaf.
     by_leaf: Vec<(u32, u32)>,
+    /// Per node of a, the keyroot whose leftmost leaf it is (for leaves), and its parent.
+    keyroot_of_leaf: Vec<u32>,
+    parent_a: Vec<u32>,
+    /// The keyroots of a whose passes against one keyroot of b may meet the corridor.
+    candidates: Vec<u32>,
     passes: Vec<Pass>,
     band: Band,
     /// Per row of a, the columns whose cells may lie on a mapping of cost below `k`: the
@@ -63,6 +74,43 @@ pub(super) struct Banded {
     far_row: Vec<u32>,
     /// What the last plan left to do.
     planned: Planned,
+}
+
+/// A forest's nodes grouped by leftmost leaf, ascending within a group: the group of leaf l
+/// is the leftmost path from l up to the keyroot whose leaf it is (nodes sharing a leftmost
+/// leaf are its ancestors by first children).
+#[derive(Debug, Default)]
+struct LeftmostPaths {
+    /// Group l is `nodes[start[l]..start[l + 1]]`.
+    start: Vec<u32>,
+    nodes: Vec<u32>,
+}
+
+impl LeftmostPaths {
+    /// Groups the nodes by `left`, their leftmost leaves (a counting sort).
+    fn of(&mut self, left: &[u32]) {
+        let LeftmostPaths { start, nodes } = self;
+        start.clear();
+        start.resize(left.len() + 1, 0);
+        for &l in left {
+            start[l as usize + 1] += 1;
+        }
+        for l in 0..left.len() {
+            start[l + 1] += start[l];
+        }
+        nodes.clear();
+        nodes.resize(left.len(), 0);
+        let mut next = start.clone();
+        for (x, &l) in left.iter().enumerate() {
+            nodes[next[l as usize] as usize] = x as u32;
+            next[l as usize] += 1;
+        }
+    }
+
+    /// The leftmost path whose leaf is `leaf`, bottom up.
+    fn of_leaf(&self, leaf: usize) -> &[u32] {
+        &self.nodes[self.start[leaf] as usize..self.start[leaf + 1] as usize]
+    }
 }
 
 /// What a run will take, from [`Banded::plan`].
@@ -200,6 +248,8 @@ impl Banded {
         self.corridor(a.labels, b.labels, k);
         self.roots_a.of(a.sizes);
         self.roots_b.of(b.sizes);
+        self.paths_a.of(&self.roots_a.left);
+        self.paths_b.of(&self.roots_b.left);
         let k_wide = k as usize;
         // Keyroots of a by leftmost leaf (each leaf has one; leaf 0: the virtual root).
         self.by_leaf.clear();
@@ -210,30 +260,47 @@ impl Banded {
                 .map(|&i| (keyroot_span(&self.roots_a.left, i).0 as u32, i)),
         );
         self.by_leaf.sort_unstable();
+        // Each leaf's keyroot, and each node's parent (the virtual root, n, above the trees).
+        self.keyroot_of_leaf.clear();
+        self.keyroot_of_leaf.resize(n, n as u32);
+        for &(leaf, i) in &self.by_leaf {
+            self.keyroot_of_leaf[leaf as usize] = i;
+        }
+        self.parent_a.clear();
+        self.parent_a.resize(n, n as u32);
+        for x in 0..n {
+            // x's children, last to first: each ends just before the next one's subtree.
+            let mut end = x;
+            while end > x + 1 - a.sizes[x] as usize {
+                let child = end - 1;
+                self.parent_a[child] = x as u32;
+                end = child + 1 - a.sizes[child] as usize;
+            }
+        }
         self.passes.clear();
         // Keyroots of b outermost, as in `ZhangShasha`, and of a by descending leftmost leaf:
         // a pass reads the tree distances of its keyroots' descendants off their leftmost
         // paths, whose own keyroots have larger leftmost leaves (or are b's earlier ones), so
         // every tree distance a pass reads was written by an earlier one.
-        for &j in &self.roots_b.roots {
+        for jx in 0..self.roots_b.roots.len() {
+            let j = self.roots_b.roots[jx];
             let (lj, end_j) = keyroot_span(&self.roots_b.left, j);
             // The rows whose corridor meets b's columns lj − 1..end_j (the empty forest's
             // column included: its cells are read by the next row and as a base).
             let live = self.corridor_rows(lj, end_j);
+            if live.is_empty() {
+                continue;
+            }
             // A pass yields the tree distances of nodes whose leftmost leaves are li and lj;
             // a mapping of cost below k maps no two nodes whose leftmost leaves are k apart
             // (the nodes before those leaves differ by deletions and insertions alone), and
-            // each pass's band narrows with |li − lj|. A pass's rows start at li, so li must
-            // also come before the live rows end.
-            let from = self
-                .by_leaf
-                .partition_point(|&(leaf, _)| leaf as usize + k_wide <= lj);
-            let to = self
-                .by_leaf
-                .partition_point(|&(leaf, _)| (leaf as usize) < (lj + k_wide).min(live.end));
-            let column = &self.by_leaf[from..to.max(from)];
-            fixed += column.len() as u64;
-            for &(_, i) in column.iter().rev() {
+            // each pass's band narrows with |li − lj|. A pass's rows li..end_i must meet the
+            // live ones.
+            let leaves = (lj + 1).saturating_sub(k_wide)..(lj + k_wide).min(live.end);
+            self.candidates(leaves, live.start);
+            let candidates = std::mem::take(&mut self.candidates);
+            fixed += candidates.len() as u64;
+            for &i in &candidates {
                 let (li, end_i) = keyroot_span(&self.roots_a.left, i);
                 let Some(band) = Band::new(n, m, k, li as isize - lj as isize) else {
                     continue;
@@ -248,6 +315,15 @@ impl Banded {
                 };
                 let rows = pass.rows();
                 pass.live = rows.start.max(live.start)..rows.end.min(live.end);
+                // The virtual roots' pass yields the answer; any other, only tree distances.
+                if !pass.live.is_empty() && (i as usize, j as usize) != (n, m) {
+                    fixed += self.paths_a.of_leaf(li).len() as u64;
+                    let Some((x, y)) = self.last_outputs(&pass) else {
+                        continue;
+                    };
+                    pass.end_j = y + 1;
+                    pass.live.end = x + 1;
+                }
                 // A row costs one step for filling its band outside the corridor, and its
                 // corridor's cells: at most the corridor's width, and at most the pass's
                 // columns. A pass whose rows do not meet the corridor within its columns
@@ -255,13 +331,14 @@ impl Banded {
                 if !pass.live.is_empty() {
                     let cells =
                         self.corridor_cells[pass.live.end] - self.corridor_cells[pass.live.start];
-                    let columns = (end_j - lj).min(band.width()) as u64;
+                    let columns = (pass.end_j - lj).min(band.width()) as u64;
                     let rows = pass.live.len() as u64;
                     fixed += rows;
                     estimate += cells.min(rows * columns);
                     self.passes.push(pass);
                 }
             }
+            self.candidates = candidates;
             if fixed > budget {
                 return None;
             }
@@ -285,6 +362,73 @@ impl Banded {
         }
         self.planned = Planned::Passes(k);
         Some(total)
+    }
+
+    /// The keyroots of a whose leftmost leaves lie in `leaves` and whose rows reach row
+    /// `first` or later, by descending leaf (the order their passes run in): those whose
+    /// leaves are `first` or later, then the keyroots above row `first` (its ancestors'),
+    /// found by climbing from it instead of scanning every leaf before it.
+    fn candidates(&mut self, leaves: std::ops::Range<usize>, first: usize) {
+        self.candidates.clear();
+        let from = self
+            .by_leaf
+            .partition_point(|&(leaf, _)| (leaf as usize) < leaves.start.max(first));
+        let to = self
+            .by_leaf
+            .partition_point(|&(leaf, _)| (leaf as usize) < leaves.end);
+        let inside = self.by_leaf[from..to.max(from)].iter().rev();
+        self.candidates.extend(inside.map(|&(_, i)| i));
+        let n = self.roots_a.left.len();
+        let mut node = first;
+        while node < n {
+            let leaf = self.roots_a.left[node] as usize;
+            let root = self.keyroot_of_leaf[leaf];
+            if leaf < first && leaves.contains(&leaf) {
+                self.candidates.push(root);
+            }
+            node = if root as usize == n {
+                n
+            } else {
+                self.parent_a[root as usize] as usize
+            };
+        }
+        // Above every tree: the virtual root, whose leaf is 0.
+        if node == n
+            && first > 0
+            && leaves.contains(&0)
+            && self.candidates.last() != Some(&(n as u32))
+        {
+            self.candidates.push(n as u32);
+        }
+    }
+
+    /// The last row and the last column of `pass`'s tree distances inside the corridor: the
+    /// nodes on the leftmost paths of its keyroots (leftmost leaves li and lj), in its live
+    /// rows. Its cells past either feed none of them, and the distances outside the corridor
+    /// are never read (a pass reads the tree distance of the very cell it computes), so it
+    /// stops there; `None`: it yields nothing.
+    fn last_outputs(&self, pass: &Pass) -> Option<(usize, usize)> {
+        let columns = self.paths_b.of_leaf(pass.lj);
+        let mut last = None;
+        for &x in self.paths_a.of_leaf(pass.li) {
+            let x = x as usize;
+            if !pass.live.contains(&x) {
+                continue;
+            }
+            let Some((lo, hi)) = pass.columns(x).and_then(|c| inside(&self.corridor, x, c)) else {
+                continue;
+            };
+            // The path's last node within lo..=hi, if any.
+            let below = columns.partition_point(|&y| y as usize <= hi);
+            if below > 0 && columns[below - 1] as usize >= lo {
+                let y = columns[below - 1] as usize;
+                last = Some((
+                    x,
+                    last.map_or(y, |(_, before): (usize, usize)| before.max(y)),
+                ));
+            }
+        }
+        last
     }
 
     /// The rows whose corridor meets columns `first − 1..end` (one run: the corridor's ends
@@ -312,10 +456,15 @@ impl Banded {
         }
         let (n, m) = (a.labels.len(), b.labels.len());
         let w = self.band.width() + 1;
+        // Tree distances are read and written only at cells a pass computes, all inside the
+        // corridor: row x keeps its corridor's columns, after the rows before it.
         self.tree.clear();
-        self.tree.resize(n * w, FAR);
+        self.tree.resize(self.corridor_cells[n] as usize, FAR);
+        // A pass writes every cell it reads before reading it (its live rows' band slots and
+        // far slot, row 0, the row before its live ones), so stale or zero contents are
+        // harmless, and a zeroed allocation leaves untouched pages unmapped.
         if self.forest.len() < (n + 1) * w {
-            self.forest.resize((n + 1) * w, FAR);
+            self.forest = vec![0; (n + 1) * w];
         }
         let passes = std::mem::take(&mut self.passes);
         for (done, pass) in passes.iter().enumerate() {
@@ -383,7 +532,11 @@ impl Banded {
         }
         // Prefix distances up to (x, y), from the virtual row −1 (the empty prefix of a) and
         // with the virtual column −1 (the empty prefix of b), in two rows; each row's
-        // corridor as it is finished.
+        // corridor as it is finished. A cell outside the corridor is set far: a corridor
+        // cell's optimal prefix alignment runs through corridor cells only (each of them is
+        // on an alignment of the whole through that cell, of no larger cost), so its value
+        // stays exact, and a row is computed only where the corridor of the row above, or
+        // its own cells to the left, can reach.
         let rows = &mut self.forest;
         rows.clear();
         rows.resize(2 * stride, FAR);
@@ -397,6 +550,8 @@ impl Banded {
                 *value = (y + 1) as u32;
             }
         }
+        // The corridor of the row above: all of row −1.
+        let mut above = (-1, m as isize - 1);
         for (x, &label) in a.iter().enumerate() {
             let (first, second) = rows.split_at_mut(stride);
             let (prev, cur) = if x % 2 == 0 {
@@ -408,8 +563,19 @@ impl Banded {
             let range = slots(x, -1, m as isize - 1);
             let mut corridor = (m as isize, -2);
             let suffix_row = &suffix[x * stride..(x + 1) * stride];
-            for index in range {
+            let mut index = range.start;
+            while index < range.end {
                 let y = column(x, index);
+                // Cell (x, y) reads columns y − 1 and y of the row above, far outside its
+                // corridor, and the cell to its left.
+                let left_far = cur[index - 1] == FAR;
+                if left_far && y > above.1 + 1 {
+                    break;
+                }
+                if left_far && y >= 0 && y < above.0 {
+                    index = (above.0 - x as isize + band.high + 1) as usize;
+                    continue;
+                }
                 let value = if y < 0 {
                     x as u32 + 1
                 } else {
@@ -417,12 +583,14 @@ impl Banded {
                         .min(prev[index + 1] + 1)
                         .min(cur[index - 1] + 1)
                 };
-                cur[index] = value;
                 if value + suffix_row[index] < k {
+                    cur[index] = value;
                     corridor.0 = corridor.0.min(y);
                     corridor.1 = y;
                 }
+                index += 1;
             }
+            above = corridor;
             self.corridor.push(corridor);
         }
         // Widened to nondecreasing ends: the last columns as a running maximum down the
@@ -456,9 +624,6 @@ impl Banded {
         } = *pass;
         let w = band.width() + 1;
         let far = w - 1;
-        let tree_width = self.band.width() + 1;
-        // A pass's band lies inside the whole forests' band: its slot c is their c + offset.
-        let offset = (self.band.high - band.high) as usize;
         // Row 0 against lj..y costs the insertions; only the band's columns of it.
         let row0 = &mut self.forest[..w];
         row0[far] = FAR;
@@ -510,7 +675,9 @@ impl Banded {
             } else {
                 &self.far_row[..w]
             };
-            let tree_row = &mut self.tree[x * tree_width + offset..][..far];
+            let first = self.corridor[x].0 as usize;
+            let tree_row =
+                &mut self.tree[self.corridor_cells[x] as usize + lo - first..][..=hi - lo];
             // The slot of (lx − 1, ly − 1) in the base row; past the band it wraps or runs
             // beyond the row, and the clamp lands on the far slot.
             let shift = band.high - lx as isize;
@@ -524,7 +691,7 @@ impl Banded {
             if lx == li {
                 let label = a.labels[x];
                 for (((cell, up), &ly), (&label_y, t)) in
-                    cells.zip(b.labels[lo..=hi].iter().zip(&mut tree_row[c_lo..=c_hi]))
+                    cells.zip(b.labels[lo..=hi].iter().zip(tree_row))
                 {
                     let trees = ly as usize == lj;
                     let other = if trees {
@@ -539,7 +706,7 @@ impl Banded {
                     *cell = last;
                 }
             } else {
-                for (((cell, up), &ly), &t) in cells.zip(&tree_row[c_lo..=c_hi]) {
+                for (((cell, up), &ly), &t) in cells.zip(&*tree_row) {
                     let other = (up[1] + 1).min(base[base_slot(ly)] + t);
                     last = other.min(last + 1);
                     *cell = last;
