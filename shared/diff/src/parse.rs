@@ -7,6 +7,7 @@ use std::time::Instant;
 use tree_sitter::{InputEdit, ParseOptions, Parser, Point};
 
 use crate::lang::Lang;
+use crate::lines::Hunk;
 
 thread_local! {
     static PARSERS: RefCell<HashMap<Lang, Parser>> = RefCell::new(HashMap::new());
@@ -29,19 +30,27 @@ pub fn parse(
     reparse(lang, source, None, deadline)
 }
 
-/// Parses `source` as an edit of `previous` (its text and tree): the text between their
-/// common prefix and suffix is the edit, and tree-sitter reuses every subtree outside it. An
-/// agent's rollout against a cached "before" re-parses only what it changed; the tree is
-/// the same as a fresh parse's.
+/// Parses `source` as an edit of `previous`: its text, its tree, and the hunks that turn that
+/// text into `source` (from [`crate::lines::line_diff`]). Each hunk, trimmed to the bytes that
+/// differ, is one edit of the tree, and tree-sitter reuses every subtree outside them: an
+/// agent's rollout against a cached "before" re-parses only what it changed, and so does a
+/// multi-hunk change. The tree is the same as a fresh parse's.
 pub fn reparse(
     lang: Lang,
     source: &str,
-    previous: Option<(&str, &tree_sitter::Tree)>,
+    previous: Option<(&str, &tree_sitter::Tree, &[Hunk])>,
     deadline: Instant,
 ) -> Result<tree_sitter::Tree, ParseFailure> {
-    let old = previous.map(|(text, tree)| {
+    let old = previous.map(|(text, tree, hunks)| {
+        let (old, new) = (text.as_bytes(), source.as_bytes());
+        let mut at = (0, Point { row: 0, column: 0 });
+        let edits: Vec<InputEdit> = hunks.iter().map(|h| edit(old, new, h, &mut at)).collect();
         let mut tree = tree.clone();
-        tree.edit(&edit_between(text, source));
+        // Last to first: an edit's positions, taken in the before text, still hold while
+        // only the text after it has changed.
+        for edit in edits.iter().rev() {
+            tree.edit(edit);
+        }
         tree
     });
     PARSERS.with_borrow_mut(|parsers| {
@@ -66,10 +75,11 @@ pub fn reparse(
     })
 }
 
-/// The single edit that turns `old` into `new`: everything between their common prefix and
-/// common suffix replaced.
-fn edit_between(old: &str, new: &str) -> InputEdit {
-    let (a, b) = (old.as_bytes(), new.as_bytes());
+/// The edit of `hunk`, narrowed to the bytes that differ: its common prefix and suffix are
+/// left out (a token typed inside a line, a minified file's one long line). `at` is a byte
+/// offset of the old text and its position, at or before the hunk; it moves to the edit's end.
+fn edit(old: &[u8], new: &[u8], hunk: &Hunk, at: &mut (usize, Point)) -> InputEdit {
+    let (a, b) = (&old[hunk.old.clone()], &new[hunk.new.clone()]);
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let room = a.len().min(b.len()) - prefix;
     let suffix = a
@@ -79,24 +89,32 @@ fn edit_between(old: &str, new: &str) -> InputEdit {
         .take(room)
         .take_while(|(x, y)| x == y)
         .count();
-    let (old_end, new_end) = (a.len() - suffix, b.len() - suffix);
+    let (start, old_end) = (hunk.old.start + prefix, hunk.old.end - suffix);
+    let inserted = &b[prefix..b.len() - suffix];
+    let start_position = advance(at.1, &old[at.0..start]);
+    let old_end_position = advance(start_position, &old[start..old_end]);
+    *at = (old_end, old_end_position);
     InputEdit {
-        start_byte: prefix,
+        start_byte: start,
         old_end_byte: old_end,
-        new_end_byte: new_end,
-        start_position: point(a, prefix),
-        old_end_position: point(a, old_end),
-        new_end_position: point(b, new_end),
+        new_end_byte: start + inserted.len(),
+        start_position,
+        old_end_position,
+        new_end_position: advance(start_position, inserted),
     }
 }
 
-/// Row and byte column of `offset` in `text`, as tree-sitter counts them.
-fn point(text: &[u8], offset: usize) -> Point {
-    let head = &text[..offset];
-    let line_start = head.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
-    Point {
-        row: head.iter().filter(|&&c| c == b'\n').count(),
-        column: offset - line_start,
+/// Where `from` ends up after `text`.
+fn advance(from: Point, text: &[u8]) -> Point {
+    match text.iter().rposition(|&c| c == b'\n') {
+        Some(last) => Point {
+            row: from.row + text.iter().filter(|&&c| c == b'\n').count(),
+            column: text.len() - last - 1,
+        },
+        None => Point {
+            row: from.row,
+            column: from.column + text.len(),
+        },
     }
 }
 
@@ -105,10 +123,12 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::lines::line_diff;
     use crate::tree::Tree;
 
     /// Edits of real code (typing inside a token, deleting a line, inserting a block, joining
-    /// lines, an edit at either end): the re-parse must give the fresh parse's tree.
+    /// lines, an edit at either end, several hunks at once): the re-parse must give the fresh
+    /// parse's tree.
     #[test]
     fn a_reparse_gives_the_fresh_parse() {
         let before = "import os\n\ndef total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n\nprint(total([1, 2]))\n";
@@ -123,13 +143,20 @@ mod tests {
             format!("# header\n{before}"),
             format!("{before}print(1)\n"),
             before.replace("total", "sum_all"),
+            // Hunks at the start, in the middle and at the end, one joining two lines.
+            before
+                .replace("import os", "import sys")
+                .replace("        s += x\n    return s", "        s += x; return s")
+                .replace("[1, 2]", "[3]"),
             String::new(),
         ];
         let deadline = Instant::now() + Duration::from_secs(10);
         let old = parse(Lang::Python, before, deadline).unwrap();
         for after in &edits {
             let fresh = parse(Lang::Python, after, deadline).unwrap();
-            let incremental = reparse(Lang::Python, after, Some((before, &old)), deadline).unwrap();
+            let (_, hunks) = line_diff(before, after, deadline);
+            let previous = Some((before, &old, &hunks[..]));
+            let incremental = reparse(Lang::Python, after, previous, deadline).unwrap();
             assert_eq!(
                 incremental.root_node().to_sexp(),
                 fresh.root_node().to_sexp(),

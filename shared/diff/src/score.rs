@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::cache::{ParseCache, ParsedFile};
 use crate::detect::{self, FileChange, Finding, Flag, Side};
 use crate::lang::Lang;
-use crate::lines::{LineStats, line_stats};
+use crate::lines::{Hunk, LineStats, line_diff};
 use crate::parse::reparse;
 use crate::ted;
 use crate::tree::Tree;
@@ -281,12 +281,13 @@ impl Scorer {
     }
 
     /// Parses and normalises `source` (or returns the cached parse of the same content),
-    /// incrementally from `previous` (a file's text and parse) when given.
+    /// incrementally from `previous` (a file's text and parse, and the hunks from that text
+    /// to `source`) when given.
     fn parsed(
         &self,
         lang: Lang,
         source: &str,
-        previous: Option<(&str, &ParsedFile)>,
+        previous: Option<(&str, &ParsedFile, &[Hunk])>,
         deadline: Instant,
     ) -> Result<Arc<ParsedFile>, NoTree> {
         if source.len() > self.limits.max_file_bytes {
@@ -296,7 +297,7 @@ impl Scorer {
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit);
         }
-        let previous = previous.map(|(text, file)| (text, &file.syntax));
+        let previous = previous.map(|(text, file, hunks)| (text, &file.syntax, hunks));
         let syntax = reparse(lang, source, previous, deadline).map_err(|_| NoTree::Deadline)?;
         let file = ParsedFile::read(lang, source, syntax, self.limits.max_nodes)
             .map_err(|_| NoTree::TooManyNodes)?;
@@ -394,6 +395,22 @@ impl Scorer {
         // Unchanged files cost nothing to the score; only test files among them are
         // parsed, for the literals the special-casing detector compares against.
         let wanted = status != Status::Unchanged || detect::is_test_path(path);
+        let (lines, hunks) = match status {
+            Status::Unchanged => {
+                let n = old.map_or(0, |text| text.lines().count());
+                let lines = LineStats {
+                    before: n,
+                    after: n,
+                    ..LineStats::default()
+                };
+                (lines, Vec::new())
+            }
+            _ => line_diff(
+                old.map_or("", String::as_str),
+                new.map_or("", String::as_str),
+                deadline,
+            ),
+        };
         let (mut tree_before, mut tree_after, mut no_tree) = (None, None, None);
         if let (Some(lang), true) = (lang, wanted) {
             if let Some(text) = old {
@@ -404,28 +421,15 @@ impl Scorer {
             }
             if let Some(text) = new {
                 // "After" is "before" edited: re-parse only what changed.
-                let previous = old.map(String::as_str).zip(tree_before.as_deref());
+                let previous = old
+                    .zip(tree_before.as_deref())
+                    .map(|(text, file)| (text.as_str(), file, &hunks[..]));
                 match self.parsed(lang, text, previous, deadline) {
                     Ok(file) => tree_after = Some(file),
                     Err(why) => no_tree = Some(why),
                 }
             }
         }
-        let lines = match status {
-            Status::Unchanged => {
-                let n = old.map_or(0, |text| text.lines().count());
-                LineStats {
-                    before: n,
-                    after: n,
-                    ..LineStats::default()
-                }
-            }
-            _ => line_stats(
-                old.map_or("", String::as_str),
-                new.map_or("", String::as_str),
-                deadline,
-            ),
-        };
         let ast = match (&no_tree, lang, status) {
             (None, Some(_), Status::Added | Status::Deleted | Status::Modified) => {
                 Some(self.ast_stats(

@@ -13,7 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentrl_diff::lang::Lang;
-use agentrl_diff::parse::parse;
+use agentrl_diff::lines::line_diff;
+use agentrl_diff::parse::{parse, reparse};
 use agentrl_diff::ted::{Limits, distance};
 use agentrl_diff::tree::Tree;
 use agentrl_testkit::venv_python;
@@ -116,6 +117,23 @@ fn real_commits_of_this_repository_get_the_exact_distance() {
     assert!(status.success(), "commit-pairs.py failed");
     let pairs = common::read_pairs(&work);
     std::fs::remove_dir_all(&work).unwrap();
+    // The scorer re-parses an "after" from its "before", one edit per line hunk: the tree
+    // must be the one a fresh parse gives, on real multi-hunk commits.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for pair in &pairs {
+        let before = parse(pair.lang, &pair.before, deadline).unwrap();
+        let (_, hunks) = line_diff(&pair.before, &pair.after, deadline);
+        let previous = Some((pair.before.as_str(), &before, &hunks[..]));
+        let reparsed = reparse(pair.lang, &pair.after, previous, deadline).unwrap();
+        let fresh = parse(pair.lang, &pair.after, deadline).unwrap();
+        assert_eq!(
+            reparsed.root_node().to_sexp(),
+            fresh.root_node().to_sexp(),
+            "{}: {} hunks re-parsed",
+            pair.name,
+            hunks.len()
+        );
+    }
     let outcome = against_the_exact(pairs, MAX_COMMIT_NODES);
     // The oracle itself against an independent implementation, where that one is quick.
     let small: Vec<_> = outcome
