@@ -675,9 +675,10 @@ impl Banded {
             } else {
                 &self.far_row[..w]
             };
-            let first = self.corridor[x].0 as usize;
-            let tree_row =
-                &mut self.tree[self.corridor_cells[x] as usize + lo - first..][..=hi - lo];
+            // The corridor may start at column −1 (the empty forest), which holds no tree
+            // distance but has its slot.
+            let at = self.corridor_cells[x] as isize + lo as isize - self.corridor[x].0;
+            let tree_row = &mut self.tree[at as usize..][..=hi - lo];
             // The slot of (lx − 1, ly − 1) in the base row; past the band it wraps or runs
             // beyond the row, and the clamp lands on the far slot.
             let shift = band.high - lx as isize;
