@@ -28,7 +28,9 @@
 //! read as far, rows after it are never needed, and a pass with no such row is skipped.
 //! A pass is there for the tree distances of its keyroots' leftmost paths, and a tree
 //! distance is read only by the cell it stands for: a pass whose path cells all lie outside
-//! the corridor is skipped, and the others stop at their last such row and column.
+//! the corridor is skipped, and the others stop at their last such row and column. Leaf
+//! keyroots, most of a code tree's, get no pass: a single node's tree distances have a
+//! closed form.
 
 use std::time::Instant;
 
@@ -49,8 +51,11 @@ pub(super) struct Banded {
     roots_a: Keyroots,
     roots_b: Keyroots,
     /// The nodes of both forests by leftmost leaf: each keyroot's leftmost path.
-    paths_a: LeftmostPaths,
-    paths_b: LeftmostPaths,
+    paths_a: Groups,
+    paths_b: Groups,
+    /// The nodes of both forests by label.
+    labels_a: Groups,
+    labels_b: Groups,
     /// Keyroots of a (leftmost leaf, keyroot), by leaf.
     by_leaf: Vec<(u32, u32)>,
     /// Per node of a, the keyroot whose leftmost leaf it is (for leaves), and its parent.
@@ -76,40 +81,40 @@ pub(super) struct Banded {
     planned: Planned,
 }
 
-/// A forest's nodes grouped by leftmost leaf, ascending within a group: the group of leaf l
-/// is the leftmost path from l up to the keyroot whose leaf it is (nodes sharing a leftmost
-/// leaf are its ancestors by first children).
+/// Positions grouped by a key, ascending within a group: a forest's nodes by leftmost leaf
+/// (the group of leaf l is the leftmost path from l up to the keyroot whose leaf it is:
+/// nodes sharing a leftmost leaf are its ancestors by first children), or by label.
 #[derive(Debug, Default)]
-struct LeftmostPaths {
-    /// Group l is `nodes[start[l]..start[l + 1]]`.
+struct Groups {
+    /// Group k is `positions[start[k]..start[k + 1]]`.
     start: Vec<u32>,
-    nodes: Vec<u32>,
+    positions: Vec<u32>,
 }
 
-impl LeftmostPaths {
-    /// Groups the nodes by `left`, their leftmost leaves (a counting sort).
-    fn of(&mut self, left: &[u32]) {
-        let LeftmostPaths { start, nodes } = self;
+impl Groups {
+    /// Groups the positions of `keys` by key, keys below `count` (a counting sort).
+    fn of(&mut self, keys: &[u32], count: usize) {
+        let Groups { start, positions } = self;
         start.clear();
-        start.resize(left.len() + 1, 0);
-        for &l in left {
-            start[l as usize + 1] += 1;
+        start.resize(count + 1, 0);
+        for &key in keys {
+            start[key as usize + 1] += 1;
         }
-        for l in 0..left.len() {
-            start[l + 1] += start[l];
+        for key in 0..count {
+            start[key + 1] += start[key];
         }
-        nodes.clear();
-        nodes.resize(left.len(), 0);
+        positions.clear();
+        positions.resize(keys.len(), 0);
         let mut next = start.clone();
-        for (x, &l) in left.iter().enumerate() {
-            nodes[next[l as usize] as usize] = x as u32;
-            next[l as usize] += 1;
+        for (at, &key) in keys.iter().enumerate() {
+            positions[next[key as usize] as usize] = at as u32;
+            next[key as usize] += 1;
         }
     }
 
-    /// The leftmost path whose leaf is `leaf`, bottom up.
-    fn of_leaf(&self, leaf: usize) -> &[u32] {
-        &self.nodes[self.start[leaf] as usize..self.start[leaf + 1] as usize]
+    /// The positions whose key is `key`.
+    fn of_key(&self, key: usize) -> &[u32] {
+        &self.positions[self.start[key] as usize..self.start[key + 1] as usize]
     }
 }
 
@@ -248,8 +253,8 @@ impl Banded {
         self.corridor(a.labels, b.labels, k);
         self.roots_a.of(a.sizes);
         self.roots_b.of(b.sizes);
-        self.paths_a.of(&self.roots_a.left);
-        self.paths_b.of(&self.roots_b.left);
+        self.paths_a.of(&self.roots_a.left, n);
+        self.paths_b.of(&self.roots_b.left, m);
         let k_wide = k as usize;
         // Keyroots of a by leftmost leaf (each leaf has one; leaf 0: the virtual root).
         self.by_leaf.clear();
@@ -278,6 +283,16 @@ impl Banded {
             }
         }
         self.passes.clear();
+        // The tree distances of single nodes, one per corridor cell at most.
+        fixed += self.corridor_cells[n];
+        let count = a
+            .labels
+            .iter()
+            .chain(b.labels)
+            .max()
+            .map_or(0, |&l| l as usize + 1);
+        self.labels_a.of(a.labels, count);
+        self.labels_b.of(b.labels, count);
         // Keyroots of b outermost, as in `ZhangShasha`, and of a by descending leftmost leaf:
         // a pass reads the tree distances of its keyroots' descendants off their leftmost
         // paths, whose own keyroots have larger leftmost leaves (or are b's earlier ones), so
@@ -285,6 +300,10 @@ impl Banded {
         for jx in 0..self.roots_b.roots.len() {
             let j = self.roots_b.roots[jx];
             let (lj, end_j) = keyroot_span(&self.roots_b.left, j);
+            // A single node's tree distances are known outright (`leaf_distances`).
+            if end_j - lj == 1 && (j as usize) < m {
+                continue;
+            }
             // The rows whose corridor meets b's columns lj − 1..end_j (the empty forest's
             // column included: its cells are read by the next row and as a base).
             let live = self.corridor_rows(lj, end_j);
@@ -317,7 +336,7 @@ impl Banded {
                 pass.live = rows.start.max(live.start)..rows.end.min(live.end);
                 // The virtual roots' pass yields the answer; any other, only tree distances.
                 if !pass.live.is_empty() && (i as usize, j as usize) != (n, m) {
-                    fixed += self.paths_a.of_leaf(li).len() as u64;
+                    fixed += self.paths_a.of_key(li).len() as u64;
                     let Some((x, y)) = self.last_outputs(&pass) else {
                         continue;
                     };
@@ -377,8 +396,11 @@ impl Banded {
             .by_leaf
             .partition_point(|&(leaf, _)| (leaf as usize) < leaves.end);
         let inside = self.by_leaf[from..to.max(from)].iter().rev();
-        self.candidates.extend(inside.map(|&(_, i)| i));
+        // A leaf keyroot's pass is not run (`leaf_distances`); the virtual root's always is.
         let n = self.roots_a.left.len();
+        let not_leaf = |&&(leaf, i): &&(u32, u32)| i as usize == n || leaf != i;
+        self.candidates
+            .extend(inside.filter(not_leaf).map(|&(_, i)| i));
         let mut node = first;
         while node < n {
             let leaf = self.roots_a.left[node] as usize;
@@ -408,9 +430,9 @@ impl Banded {
     /// are never read (a pass reads the tree distance of the very cell it computes), so it
     /// stops there; `None`: it yields nothing.
     fn last_outputs(&self, pass: &Pass) -> Option<(usize, usize)> {
-        let columns = self.paths_b.of_leaf(pass.lj);
+        let columns = self.paths_b.of_key(pass.lj);
         let mut last = None;
-        for &x in self.paths_a.of_leaf(pass.li) {
+        for &x in self.paths_a.of_key(pass.li) {
             let x = x as usize;
             if !pass.live.contains(&x) {
                 continue;
@@ -429,6 +451,42 @@ impl Banded {
             }
         }
         last
+    }
+
+    /// The tree distances with a single node on either side, over the corridor. They have a
+    /// closed form — the other subtree's size, less one when its labels hold the single
+    /// node's (map the two, insert or delete the rest) — so the passes of leaf keyroots, nine
+    /// in ten of a code tree's passes, are not run. A subtree is a run of postorder, from its
+    /// leftmost leaf to itself.
+    fn leaf_distances(&mut self, a: Forest<'_>, b: Forest<'_>) {
+        let (left_a, left_b) = (&self.roots_a.left, &self.roots_b.left);
+        for (x, &(first, last)) in self.corridor.iter().enumerate() {
+            // Slot of column y: at + y (column −1, the empty forest, holds none).
+            let at = self.corridor_cells[x] as isize - first;
+            let columns = first.max(0) as usize..(last + 1).max(0) as usize;
+            if a.sizes[x] == 1 {
+                let label = a.labels[x];
+                // The label's last position in b before the columns, then as they go.
+                let seen = self.labels_b.of_key(label as usize);
+                let before = seen.partition_point(|&p| (p as usize) < columns.start);
+                let mut last_seen = before.checked_sub(1).map_or(-1, |i| seen[i] as isize);
+                for y in columns {
+                    if b.labels[y] == label {
+                        last_seen = y as isize;
+                    }
+                    let holds = last_seen >= left_b[y] as isize;
+                    self.tree[(at + y as isize) as usize] = b.sizes[y] - u32::from(holds);
+                }
+            } else {
+                let subtree = left_a[x]..=x as u32;
+                for y in columns.filter(|&y| b.sizes[y] == 1) {
+                    let seen = self.labels_a.of_key(b.labels[y] as usize);
+                    let from = seen.partition_point(|&p| p < *subtree.start());
+                    let holds = seen.get(from).is_some_and(|p| subtree.contains(p));
+                    self.tree[(at + y as isize) as usize] = a.sizes[x] - u32::from(holds);
+                }
+            }
+        }
     }
 
     /// The rows whose corridor meets columns `first − 1..end` (one run: the corridor's ends
@@ -460,6 +518,7 @@ impl Banded {
         // corridor: row x keeps its corridor's columns, after the rows before it.
         self.tree.clear();
         self.tree.resize(self.corridor_cells[n] as usize, FAR);
+        self.leaf_distances(a, b);
         // A pass writes every cell it reads before reading it (its live rows' band slots and
         // far slot, row 0, the row before its live ones), so stale or zero contents are
         // harmless, and a zeroed allocation leaves untouched pages unmapped.
