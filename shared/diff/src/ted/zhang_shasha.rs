@@ -37,6 +37,8 @@ pub(super) struct ZhangShasha {
     roots_b: Keyroots,
     tree: Vec<u32>,
     forest: Vec<u32>,
+    /// Per label, its last position in a so far.
+    last_at: Vec<Option<u32>>,
 }
 
 impl ZhangShasha {
@@ -133,16 +135,20 @@ impl ZhangShasha {
         if self.forest.len() < (n + 1) * (m + 1) {
             self.forest = vec![0; (n + 1) * (m + 1)];
         }
+        self.single_nodes(a, b);
         let (left_a, left_b) = (&self.roots_a.left[..], &self.roots_b.left[..]);
         let tree = &mut self.tree[..n * m];
         let forest = &mut self.forest[..];
         let mut width = 0;
+        // A leaf keyroot's pass would only yield tree distances `single_nodes` wrote; the
+        // virtual roots' (n and m) always run.
+        let leaf = |sizes: &[u32], root: u32| sizes.get(root as usize) == Some(&1);
         // Keyroots of b outermost: the passes for one of them read tree distances from the
         // same few columns of every row, which then stay in cache across the inner loop.
-        for &j in &self.roots_b.roots {
+        for &j in self.roots_b.roots.iter().filter(|&&j| !leaf(b.sizes, j)) {
             let (lj, end_j) = keyroot_span(left_b, j);
             width = end_j - lj + 1;
-            for &i in &self.roots_a.roots {
+            for &i in self.roots_a.roots.iter().filter(|&&i| !leaf(a.sizes, i)) {
                 let (li, end_i) = keyroot_span(left_a, i);
                 for (dy, cell) in forest[..width].iter_mut().enumerate() {
                     *cell = dy as u32;
@@ -194,6 +200,50 @@ impl ZhangShasha {
         }
         // The last pass pairs the two virtual roots; its last cell is the answer.
         u64::from(forest[n * width + m])
+    }
+
+    /// The tree distances with a single node on either side. They have a closed form — the
+    /// other subtree's size, less one when its labels hold the single node's (map the two,
+    /// insert or delete the rest) — so the passes of leaf keyroots, most of a code tree's,
+    /// need not run. A subtree is a run of postorder from its leftmost leaf to itself:
+    /// whether it holds a label is whether the label's last position so far reaches back
+    /// to that leaf.
+    fn single_nodes(&mut self, a: Forest<'_>, b: Forest<'_>) {
+        let m = b.labels.len();
+        let (left_a, left_b) = (&self.roots_a.left, &self.roots_b.left);
+        let count = a
+            .labels
+            .iter()
+            .chain(b.labels)
+            .max()
+            .map_or(0, |&l| l as usize + 1);
+        let last_at = &mut self.last_at;
+        last_at.clear();
+        last_at.resize(count, None);
+        let leaves_b: Vec<usize> = (0..m).filter(|&y| b.sizes[y] == 1).collect();
+        for (x, row) in self
+            .tree
+            .chunks_exact_mut(m)
+            .take(a.labels.len())
+            .enumerate()
+        {
+            let label = a.labels[x];
+            last_at[label as usize] = Some(x as u32);
+            if a.sizes[x] == 1 {
+                let mut seen = None;
+                for (y, cell) in row.iter_mut().enumerate() {
+                    if b.labels[y] == label {
+                        seen = Some(y as u32);
+                    }
+                    *cell = b.sizes[y] - u32::from(seen >= Some(left_b[y]));
+                }
+            } else {
+                for &y in &leaves_b {
+                    let holds = last_at[b.labels[y] as usize] >= Some(left_a[x]);
+                    row[y] = a.sizes[x] - u32::from(holds);
+                }
+            }
+        }
     }
 }
 
