@@ -37,8 +37,9 @@ pub(super) struct ZhangShasha {
     roots_b: Keyroots,
     tree: Vec<u32>,
     forest: Vec<u32>,
-    /// Per label, its last position in a so far.
+    /// Per label, its last position in a so far; b's leaves.
     last_at: Vec<Option<u32>>,
+    leaves: Vec<usize>,
 }
 
 impl ZhangShasha {
@@ -220,7 +221,9 @@ impl ZhangShasha {
         let last_at = &mut self.last_at;
         last_at.clear();
         last_at.resize(count, None);
-        let leaves_b: Vec<usize> = (0..m).filter(|&y| b.sizes[y] == 1).collect();
+        let leaves_b = &mut self.leaves;
+        leaves_b.clear();
+        leaves_b.extend((0..m).filter(|&y| b.sizes[y] == 1));
         for (x, row) in self
             .tree
             .chunks_exact_mut(m)
@@ -238,7 +241,7 @@ impl ZhangShasha {
                     *cell = b.sizes[y] - u32::from(seen >= Some(left_b[y]));
                 }
             } else {
-                for &y in &leaves_b {
+                for &y in leaves_b.iter() {
                     let holds = last_at[b.labels[y] as usize] >= Some(left_a[x]);
                     row[y] = a.sizes[x] - u32::from(holds);
                 }
