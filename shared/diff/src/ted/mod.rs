@@ -4,12 +4,13 @@
 //! anchored decomposition: identical subtrees are matched top down by hash, and only the gaps
 //! between them are solved exactly, within a work budget. That yields a valid edit mapping,
 //! hence an upper bound; it is reported exact when a lower bound (string edit distance of the
-//! postorder or preorder label sequences) meets it. When it does not, a global matching
-//! (GumTree-style, in `matching.rs`) gives a second mapping and guides a second decomposition;
-//! the cheapest of the three is the bound. A bound still uncertified is settled exactly when a
-//! budget allows: Zhang–Shasha on the whole pair if what is left of the file's budget holds it,
-//! else Zhang–Shasha restricted to the diagonal band a distance below the bound can reach
-//! (`banded.rs`), which makes large pairs with small distances cheap.
+//! postorder or preorder label sequences) meets it. When it does not, the bound is settled
+//! exactly when a budget allows: Zhang–Shasha on the whole pair if what is left of the file's
+//! budget holds it, else Zhang–Shasha restricted to the diagonal band a distance below the
+//! bound can reach (`banded.rs`), which makes large pairs with small distances cheap. Failing
+//! that, a global matching (GumTree-style, in `matching.rs`) gives a second mapping and guides
+//! a second decomposition; the cheapest of the three is the bound, settled again when it is
+//! lower than the first.
 
 mod anchored;
 mod banded;
@@ -96,9 +97,29 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
     // whichever bound meets it.
     let lower = bounds::lower_bound(whole_a, whole_b, value, limits.deadline);
     let mut spent = first.spent();
+    // The bound settled exactly where a budget allows (`certify`). Failing that, a global
+    // matching guides a second decomposition on what is left of the file's budget: all three
+    // are valid mappings, so the cheapest is the best bound, and one below the first is worth
+    // a second try. The matching comes second because the first bound mostly settles, and
+    // then it would have been computed for nothing.
+    let settle = |upper: u64, spent: u64| {
+        if lower >= upper || Instant::now() >= limits.deadline {
+            return None;
+        }
+        let left = limits.total_work.saturating_sub(spent);
+        certify(
+            whole_a,
+            whole_b,
+            lower,
+            upper,
+            (left, limits.band_work, limits.deadline),
+        )
+    };
+    let exact = |value| Distance { value, exact: true };
+    if let Some(distance) = settle(value, spent) {
+        return exact(distance);
+    }
     if lower < value && Instant::now() < limits.deadline {
-        // A global matching guides a second decomposition, on what is left of the file's
-        // budget; all three are valid mappings, so the cheapest is the best bound.
         let (guide, matched) = matching::mapping(&a, &b);
         let remaining = Limits {
             total_work: limits.total_work.saturating_sub(spent),
@@ -107,16 +128,11 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
         let mut second = anchored::Engine::new(&a, &b, &remaining).guided_by(&guide);
         let (guided, _) = second.decompose();
         spent += second.spent();
-        value = value.min(guided).min(matched);
-    }
-    if lower < value && Instant::now() < limits.deadline {
-        let left = limits.total_work.saturating_sub(spent);
-        let budgets = (left, limits.band_work, limits.deadline);
-        if let Some(exact) = certify(whole_a, whole_b, lower, value, budgets) {
-            return Distance {
-                value: exact,
-                exact: true,
-            };
+        if guided.min(matched) < value {
+            value = guided.min(matched);
+            if let Some(distance) = settle(value, spent) {
+                return exact(distance);
+            }
         }
     }
     let exact = lower == value;
