@@ -51,6 +51,10 @@ impl Default for Limits {
     }
 }
 
+/// An uncertified bound at most `1 + 1/CLOSE_ENOUGH` times the lower bound is reported as it
+/// is, without the global matching's second bound.
+const CLOSE_ENOUGH: u64 = 50;
+
 /// A tree edit distance, and whether it is exact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Distance {
@@ -119,7 +123,10 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
     if let Some(distance) = settle(value, spent) {
         return exact(distance);
     }
-    if lower < value && Instant::now() < limits.deadline {
+    // A bound within `CLOSE_ENOUGH` of the lower bound is within that of the distance: the
+    // matching could improve it by no more, and on a large file costs milliseconds.
+    let close_enough = value <= lower + lower / CLOSE_ENOUGH;
+    if lower < value && !close_enough && Instant::now() < limits.deadline {
         let (guide, matched) = matching::mapping(&a, &b);
         let remaining = Limits {
             total_work: limits.total_work.saturating_sub(spent),
