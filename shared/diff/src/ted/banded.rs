@@ -53,9 +53,9 @@ pub(super) struct Banded {
     /// The nodes of both forests by leftmost leaf: each keyroot's leftmost path.
     paths_a: Groups,
     paths_b: Groups,
-    /// The nodes of both forests by label.
-    labels_a: Groups,
+    /// The nodes of b by label, and per label its last position in a so far.
     labels_b: Groups,
+    last_at: Vec<Option<u32>>,
     /// Keyroots of a (leftmost leaf, keyroot), by leaf.
     by_leaf: Vec<(u32, u32)>,
     /// Per node of a, the keyroot whose leftmost leaf it is (for leaves), and its parent.
@@ -285,14 +285,7 @@ impl Banded {
         self.passes.clear();
         // The tree distances of single nodes, one per corridor cell at most.
         fixed += self.corridor_cells[n];
-        let count = a
-            .labels
-            .iter()
-            .chain(b.labels)
-            .max()
-            .map_or(0, |&l| l as usize + 1);
-        self.labels_a.of(a.labels, count);
-        self.labels_b.of(b.labels, count);
+        self.labels_b.of(b.labels, a.label_bound(b));
         // Keyroots of b outermost, as in `ZhangShasha`, and of a by descending leftmost leaf:
         // a pass reads the tree distances of its keyroots' descendants off their leftmost
         // paths, whose own keyroots have larger leftmost leaves (or are b's earlier ones), so
@@ -460,7 +453,11 @@ impl Banded {
     /// leftmost leaf to itself.
     fn leaf_distances(&mut self, a: Forest<'_>, b: Forest<'_>) {
         let (left_a, left_b) = (&self.roots_a.left, &self.roots_b.left);
+        let last_at = &mut self.last_at;
+        last_at.clear();
+        last_at.resize(a.label_bound(b), None);
         for (x, &(first, last)) in self.corridor.iter().enumerate() {
+            last_at[a.labels[x] as usize] = Some(x as u32);
             // Slot of column y: at + y (column −1, the empty forest, holds none).
             let at = self.corridor_cells[x] as isize - first;
             let columns = first.max(0) as usize..(last + 1).max(0) as usize;
@@ -478,11 +475,8 @@ impl Banded {
                     self.tree[(at + y as isize) as usize] = b.sizes[y] - u32::from(holds);
                 }
             } else {
-                let subtree = left_a[x]..=x as u32;
                 for y in columns.filter(|&y| b.sizes[y] == 1) {
-                    let seen = self.labels_a.of_key(b.labels[y] as usize);
-                    let from = seen.partition_point(|&p| p < *subtree.start());
-                    let holds = seen.get(from).is_some_and(|p| subtree.contains(p));
+                    let holds = last_at[b.labels[y] as usize] >= Some(left_a[x]);
                     self.tree[(at + y as isize) as usize] = a.sizes[x] - u32::from(holds);
                 }
             }

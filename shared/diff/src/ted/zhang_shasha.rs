@@ -18,6 +18,14 @@ pub(super) struct Forest<'a> {
     pub sizes: &'a [u32],
 }
 
+impl Forest<'_> {
+    /// One past the largest label of this forest and `other`: labels index tables below it.
+    pub fn label_bound(self, other: Forest<'_>) -> usize {
+        let labels = self.labels.iter().chain(other.labels);
+        labels.max().map_or(0, |&l| l as usize + 1)
+    }
+}
+
 /// The paths a run decomposes along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Paths {
@@ -212,15 +220,9 @@ impl ZhangShasha {
     fn single_nodes(&mut self, a: Forest<'_>, b: Forest<'_>) {
         let m = b.labels.len();
         let (left_a, left_b) = (&self.roots_a.left, &self.roots_b.left);
-        let count = a
-            .labels
-            .iter()
-            .chain(b.labels)
-            .max()
-            .map_or(0, |&l| l as usize + 1);
         let last_at = &mut self.last_at;
         last_at.clear();
-        last_at.resize(count, None);
+        last_at.resize(a.label_bound(b), None);
         let leaves_b = &mut self.leaves;
         leaves_b.clear();
         leaves_b.extend((0..m).filter(|&y| b.sizes[y] == 1));
