@@ -30,7 +30,8 @@
 //! distance is read only by the cell it stands for: a pass whose path cells all lie outside
 //! the corridor is skipped, and the others stop at their last such row and column. Leaf
 //! keyroots, most of a code tree's, get no pass: a single node's tree distances have a
-//! closed form.
+//! closed form. A row's cells outside what it computed are never written: the next row fills
+//! "far" into the few of them it reads, and reads of earlier rows check what they computed.
 
 use std::time::Instant;
 
@@ -77,6 +78,8 @@ pub(super) struct Banded {
     forest: Vec<u32>,
     /// A row of far cells, for base rows a pass skipped.
     far_row: Vec<u32>,
+    /// Per row of the running pass, the first and last columns it computed.
+    computed: Vec<(isize, isize)>,
     /// What the last plan left to do.
     planned: Planned,
 }
@@ -529,13 +532,18 @@ impl Banded {
             }
             self.pass(a, b, pass);
         }
-        // The virtual roots' pass comes last; planned away, its cells were all far.
-        let finished = passes.last().is_some_and(|p| p.li == 0 && p.lj == 0);
+        // The virtual roots' pass comes last; planned away, its cells were all far. It ends
+        // on the whole forests, row n and column m − 1, which it computed only if that cell
+        // lies in the corridor; else the distance is k or more.
+        let finished = passes.last().is_some_and(|p| p.li == 0 && p.lj == 0)
+            && self
+                .computed
+                .get(n)
+                .is_some_and(|&(lo, hi)| lo <= hi && hi == m as isize - 1);
         self.passes = passes;
         if !finished {
             return Some(u64::from(k));
         }
-        // The virtual roots' pass ends on the whole forests: row n, column m − 1.
         let slot = self.band.slot(n as isize - 1, m as isize - 1);
         let last = slot.map_or(FAR, |c| self.forest[n * w + c]);
         Some(u64::from(last.min(k)))
@@ -685,10 +693,19 @@ impl Banded {
             row0[(band.high - x0 + y) as usize] = (y + 1 - lj as isize) as u32;
         }
         let rows = pass.live.clone();
+        // Per row of the pass, the columns it computed (beyond its column lj − 1, which row
+        // 0 and every live row write): cells outside them are stale, so the next row fills
+        // the few of them it reads, and base reads outside them stand far. Row 0 is whole.
+        let row0_last = (end_j as isize - 1).min(x0 - band.low);
+        self.computed.clear();
+        self.computed.resize(rows.end - li + 1, (1, 0));
+        self.computed[0] = (lj as isize, row0_last);
         // The row before the first live one reads far, unless it is row 0.
-        if rows.start > li {
-            let r = rows.start - li;
+        let filled = (rows.start > li).then(|| rows.start - li);
+        if let Some(r) = filled {
             self.forest[r * w..(r + 1) * w].fill(FAR);
+            let x = (rows.start - 1) as isize;
+            self.computed[r] = (x - band.high, x - band.low);
         }
         if self.far_row.len() < w {
             self.far_row.resize(w, FAR);
@@ -697,7 +714,6 @@ impl Banded {
         for x in rows.clone() {
             let r = x - li + 1;
             let (done, rest) = self.forest.split_at_mut(r * w);
-            let prev = &done[(r - 1) * w..];
             let cur = &mut rest[..w];
             cur[far] = FAR;
             // The forest li..x against the empty one costs its r deletions.
@@ -711,31 +727,65 @@ impl Banded {
             let Some((band_lo, band_hi)) = pass.columns(x) else {
                 continue;
             };
-            // The band's cells outside the corridor stand far, as later rows read them.
             let slot = |y: usize| (band.high - x as isize + y as isize) as usize;
             let Some((lo, hi)) = inside(&self.corridor, x, (band_lo, band_hi)) else {
-                cur[slot(band_lo)..=slot(band_hi)].fill(FAR);
                 continue;
             };
-            cur[slot(band_lo)..slot(lo)].fill(FAR);
-            cur[slot(hi) + 1..=slot(band_hi)].fill(FAR);
+            self.computed[r] = (lo as isize, hi as isize);
             let (c_lo, c_hi) = (slot(lo), slot(hi));
+            // This row reads the row above at columns lo − 1..=hi (its slots c_lo..=c_hi + 1):
+            // those the row above did not compute, bar column lj − 1, must read far. The
+            // columns computed only move right down the rows, so those are at most column
+            // lo − 1 and the columns past the row above's last.
+            let (above_lo, above_hi) = self.computed[r - 1];
+            if filled != Some(r - 1) {
+                let prev = &mut done[(r - 1) * w..r * w];
+                let empty = above_lo > above_hi;
+                if lo > lj && (empty || (lo as isize) <= above_lo) {
+                    prev[c_lo] = FAR;
+                }
+                let from = if empty {
+                    lo as isize
+                } else {
+                    (above_hi + 1).max(lo as isize)
+                };
+                if from <= hi as isize {
+                    prev[(band.high - x as isize + from) as usize + 1..=c_hi + 1].fill(FAR);
+                }
+            }
+            let prev = &done[(r - 1) * w..];
             let mut last = if lo == lj { column0 } else { FAR };
             let lx = left_a[x] as usize;
             // Rows before the live ones were never written: their cells stand far.
-            let base = if lx == li || lx >= rows.start {
-                &done[(lx - li) * w..(lx - li + 1) * w]
+            let (base, (base_lo, base_hi), base_column0) = if lx == li || lx >= rows.start {
+                let r = lx - li;
+                let in_band = band.slot(lx as isize - 1, lj as isize - 1).is_some();
+                let column0 = if in_band && filled != Some(r) {
+                    r as u32
+                } else {
+                    FAR
+                };
+                (&done[r * w..(r + 1) * w], self.computed[r], column0)
             } else {
-                &self.far_row[..w]
+                (&self.far_row[..w], (1, 0), FAR)
             };
             // The corridor may start at column −1 (the empty forest), which holds no tree
             // distance but has its slot.
             let at = self.corridor_cells[x] as isize + lo as isize - self.corridor[x].0;
             let tree_row = &mut self.tree[at as usize..][..=hi - lo];
-            // The slot of (lx − 1, ly − 1) in the base row; past the band it wraps or runs
-            // beyond the row, and the clamp lands on the far slot.
+            // Cell (x, y) reads (lx − 1, ly − 1) in the base row: column lj − 1 (ly = lj) is
+            // the deletions of li..lx − 1; others stand where the base row computed them,
+            // else far (the far slot).
             let shift = band.high - lx as isize;
-            let base_slot = |ly: u32| ((ly as isize + shift) as usize).min(far);
+            let (first, span) = (base_lo + shift + 1, base_hi - base_lo);
+            let base_cell = |ly: u32| {
+                if ly as usize == lj {
+                    return base_column0;
+                }
+                let at = ly as isize + shift;
+                let inside = span >= 0 && (at - first) as usize <= span as usize;
+                base[if inside { at as usize } else { far }]
+            };
             // Cell (x, y) reads (x − 1, y − 1) and (x − 1, y) at the same slot and the next
             // one of the row above; the row's far slot stands for (x − 1, x − band.low).
             let cells = cur[c_lo..=c_hi]
@@ -751,7 +801,7 @@ impl Banded {
                     let other = if trees {
                         (up[1] + 1).min(up[0] + u32::from(label != label_y))
                     } else {
-                        (up[1] + 1).min(base[base_slot(ly)] + *t)
+                        (up[1] + 1).min(base_cell(ly) + *t)
                     };
                     last = other.min(last + 1);
                     if trees {
@@ -761,7 +811,7 @@ impl Banded {
                 }
             } else {
                 for (((cell, up), &ly), &t) in cells.zip(&*tree_row) {
-                    let other = (up[1] + 1).min(base[base_slot(ly)] + t);
+                    let other = (up[1] + 1).min(base_cell(ly) + t);
                     last = other.min(last + 1);
                     *cell = last;
                 }
