@@ -339,9 +339,9 @@ impl Banded {
                     pass.end_j = y + 1;
                     pass.live.end = x + 1;
                 }
-                // A row costs one step for filling its band outside the corridor, and its
-                // corridor's cells: at most the corridor's width, and at most the pass's
-                // columns. A pass whose rows do not meet the corridor within its columns
+                // A row costs one step for its set-up and the few far cells it writes into
+                // the row above, and its corridor's cells: at most the corridor's width, and
+                // at most the pass's columns. A pass whose rows do not meet the corridor within its columns
                 // would leave every cell far, as the tree distances it writes already stand.
                 if !pass.live.is_empty() {
                     let cells =
