@@ -35,7 +35,7 @@
 
 use std::time::Instant;
 
-use super::zhang_shasha::{Forest, Keyroots, keyroot_span};
+use super::zhang_shasha::{Forest, Keyroots, keyroot_span, parents};
 
 /// Passes between two reads of the clock: a pass takes microseconds, a clock read tens of
 /// nanoseconds.
@@ -274,17 +274,7 @@ impl Banded {
         for &(leaf, i) in &self.by_leaf {
             self.keyroot_of_leaf[leaf as usize] = i;
         }
-        self.parent_a.clear();
-        self.parent_a.resize(n, n as u32);
-        for x in 0..n {
-            // x's children, last to first: each ends just before the next one's subtree.
-            let mut end = x;
-            while end > x + 1 - a.sizes[x] as usize {
-                let child = end - 1;
-                self.parent_a[child] = x as u32;
-                end = child + 1 - a.sizes[child] as usize;
-            }
-        }
+        parents(a.sizes, &mut self.parent_a);
         self.passes.clear();
         // The tree distances of single nodes, one per corridor cell at most.
         fixed += self.corridor_cells[n];
@@ -689,14 +679,14 @@ impl Banded {
         let row0 = &mut self.forest[..w];
         row0[far] = FAR;
         let x0 = li as isize - 1;
-        for y in (lj as isize - 1).max(x0 - band.high)..=(end_j as isize - 1).min(x0 - band.low) {
+        let row0_last = (end_j as isize - 1).min(x0 - band.low);
+        for y in (lj as isize - 1).max(x0 - band.high)..=row0_last {
             row0[(band.high - x0 + y) as usize] = (y + 1 - lj as isize) as u32;
         }
         let rows = pass.live.clone();
         // Per row of the pass, the columns it computed (beyond its column lj − 1, which row
         // 0 and every live row write): cells outside them are stale, so the next row fills
         // the few of them it reads, and base reads outside them stand far. Row 0 is whole.
-        let row0_last = (end_j as isize - 1).min(x0 - band.low);
         self.computed.clear();
         self.computed.resize(rows.end - li + 1, (1, 0));
         self.computed[0] = (lj as isize, row0_last);

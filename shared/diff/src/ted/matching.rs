@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use super::side::Side;
+use super::zhang_shasha::parents;
 
 /// Subtrees smaller than this are matched only through their containers: single tokens
 /// reappear everywhere and would match at random.
@@ -92,7 +93,8 @@ fn bottom_up(
     partner_a: &mut [Option<u32>],
     partner_b: &mut [Option<u32>],
 ) {
-    let parent_b = parents(b);
+    let mut parent_b = Vec::new();
+    parents(b.sizes, &mut parent_b);
     let mut votes: HashMap<usize, u32> = HashMap::new();
     // Steps left: each container looks at its descendants and their partners' ancestors,
     // which on deep trees grows with the square of the depth. Past the budget the remaining
@@ -112,13 +114,16 @@ fn bottom_up(
         let mut matched = 0u32;
         for &p in partner_a[a.left(x)..x].iter().flatten() {
             matched += 1;
-            let mut up = parent_b[p as usize];
+            // Up to the top nodes, whose parent is b.len() (the virtual root).
+            let mut y = parent_b[p as usize] as usize;
             for _ in 0..ANCESTORS {
-                let Some(y) = up else { break };
+                if y == b.len() {
+                    break;
+                }
                 if partner_b[y].is_none() && b.label(y) == a.label(x) {
                     *votes.entry(y).or_default() += 1;
                 }
-                up = parent_b[y];
+                y = parent_b[y] as usize;
             }
         }
         let best = votes
@@ -141,21 +146,6 @@ fn bottom_up(
             _ => {}
         }
     }
-}
-
-/// Each node's parent, from the postorder sizes.
-fn parents(side: &Side<'_>) -> Vec<Option<usize>> {
-    let mut parent = vec![None; side.len()];
-    // Finished subtrees not yet claimed by a parent.
-    let mut open: Vec<usize> = Vec::new();
-    for i in 0..side.len() {
-        let first = side.left(i);
-        while open.last().is_some_and(|&c| c >= first) {
-            parent[open.pop().unwrap_or_default()] = Some(i);
-        }
-        open.push(i);
-    }
-    parent
 }
 
 /// The largest part of the matching that is an edit mapping: pairs in `a`'s postorder whose

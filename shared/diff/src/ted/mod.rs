@@ -119,9 +119,9 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
             (left, limits.band_work, limits.deadline),
         )
     };
-    let exact = |value| Distance { value, exact: true };
+    let certified = |value| Distance { value, exact: true };
     if let Some(distance) = settle(value, spent) {
-        return exact(distance);
+        return certified(distance);
     }
     // A bound within `CLOSE_ENOUGH` of the lower bound is within that of the distance: the
     // matching could improve it by no more, and on a large file costs milliseconds.
@@ -138,7 +138,7 @@ pub fn distance(before: &Tree, after: &Tree, limits: &Limits) -> Distance {
         if guided.min(matched) < value {
             value = guided.min(matched);
             if let Some(distance) = settle(value, spent) {
-                return exact(distance);
+                return certified(distance);
             }
         }
     }

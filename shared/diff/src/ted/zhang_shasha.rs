@@ -308,6 +308,23 @@ pub(super) fn keyroot_span(left: &[u32], root: u32) -> (usize, usize) {
     }
 }
 
+/// Each node's parent in the postorder forest of subtree `sizes`, into `out`; the forest's
+/// top nodes get `sizes.len()`, the virtual root above them.
+pub(super) fn parents(sizes: &[u32], out: &mut Vec<u32>) {
+    let n = sizes.len();
+    out.clear();
+    out.resize(n, n as u32);
+    for x in 0..n {
+        // x's children, last to first: each ends just before the next one's subtree.
+        let mut end = x;
+        while end > x + 1 - sizes[x] as usize {
+            let child = end - 1;
+            out[child] = x as u32;
+            end = child + 1 - sizes[child] as usize;
+        }
+    }
+}
+
 /// A forest's leftmost leaves and keyroots (ascending, the virtual root `n` last).
 #[derive(Debug, Default)]
 pub(super) struct Keyroots {
