@@ -48,9 +48,9 @@ fn parse_keys(pairs: &[String]) -> anyhow::Result<Vec<(TenantId, String)>> {
         .collect()
 }
 
-async fn stores(args: &ServeArgs) -> anyhow::Result<Stores> {
+fn stores(args: &ServeArgs) -> anyhow::Result<Stores> {
     if args.aws {
-        Stores::aws_from_env().await
+        Stores::aws_from_env()
     } else {
         Stores::embedded(&args.data_dir)
     }
@@ -58,12 +58,12 @@ async fn stores(args: &ServeArgs) -> anyhow::Result<Stores> {
 
 /// Training jobs: child processes of this binary (on the data directory's objects, or on the
 /// bucket's under `--aws`), or AWS Batch under `--aws` when `AGENTRL_BATCH_JOB_QUEUE` is set.
-async fn launch(args: &ServeArgs) -> anyhow::Result<stack::Launch> {
+fn launch(args: &ServeArgs) -> anyhow::Result<stack::Launch> {
     if !args.aws {
         return stack::Launch::embedded(&args.data_dir);
     }
     if std::env::var_os("AGENTRL_BATCH_JOB_QUEUE").is_some() {
-        let batch = agentrl_training::launch::BatchLauncher::from_env().await?;
+        let batch = agentrl_training::launch::BatchLauncher::from_env()?;
         return Ok(stack::Launch::Remote(std::sync::Arc::new(batch)));
     }
     let bucket = agentrl_store::required_env("AGENTRL_BUCKET")?;
@@ -85,13 +85,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         Metrics::Off
     };
-    let stores = stores(&args).await?;
+    let stores = stores(&args)?;
     let pseudonyms = if args.aws {
         agentrl_http::lambda::pseudonyms_from_env()?
     } else {
         crate::secret::local_pseudonyms(&args.data_dir)?
     };
-    let launch = launch(&args).await?;
+    let launch = launch(&args)?;
     let running = stack::start(args.addr, stores, auth, metrics, pseudonyms, launch).await?;
     tracing::info!(addr = %running.addr, embedded = !args.aws, "agentrl listening");
     eprintln!("agentrl listening on http://{}", running.addr);

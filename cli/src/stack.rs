@@ -202,7 +202,7 @@ pub async fn start(
         launcher,
         pseudonyms.clone(),
     );
-    let provider = Arc::new(Provider::from_env()?);
+    let provider = Arc::new(Provider::from_env());
     let router = application(&stores, auth, metrics, training.clone(), provider.clone());
     let (stop, mut stopped) = watch::channel(false);
     let runner = local.map(|(jobs, command, storage, logs)| {

@@ -161,8 +161,15 @@ def run_once(binary: str, table_path: str | None, endpoint: str) -> dict[str, fl
         "AWS_ACCESS_KEY_ID": "test",
         "AWS_SECRET_ACCESS_KEY": "test",
         "AWS_ENDPOINT_URL": endpoint,
+        "AGENTRL_AWS_ENDPOINT": endpoint,
         "AGENTRL_TABLE": TABLE,
+        "AGENTRL_BUCKET": TABLE,
     }
+    # The functions that wire every store (rewards, training, …) read every queue's URL at
+    # start-up; none is reached by the probe's requests.
+    for queue in ("", "EVENTS_", "TRAINING_", "DATASET_", "EVALUATION_"):
+        env[f"AGENTRL_{queue}QUEUE_URL"] = f"{endpoint}/123456789012/{TABLE}-{queue.lower()}queue"
+        env[f"AGENTRL_{queue}DLQ_URL"] = f"{endpoint}/123456789012/{TABLE}-{queue.lower()}dlq"
     # Where rustls-native-certs looks for root certificates, when the caller says.
     env.update({k: v for k, v in os.environ.items() if k.startswith("SSL_CERT_")})
     runtime.start = time.perf_counter()

@@ -92,18 +92,15 @@ async fn setup(s: &Stack) {
 async fn runs_on_aws_batch() {
     let (stores, settings, resources) = agentrl_tests::aws_stores_on().await;
     let (batch, queue, definition) = agentrl_tests::batch_resources(&settings).await;
-    let launcher: Arc<dyn Launcher> = Arc::new(
-        BatchLauncher::new(
-            &settings,
-            BatchSettings {
-                job_queue: queue.clone(),
-                job_definition: definition,
-                bucket: resources.bucket.clone(),
-                instance_type: "g6.xlarge".into(),
-            },
-        )
-        .await,
-    );
+    let launcher: Arc<dyn Launcher> = Arc::new(BatchLauncher::new(
+        &settings,
+        BatchSettings {
+            job_queue: queue.clone(),
+            job_definition: definition,
+            bucket: resources.bucket.clone(),
+            instance_type: "g6.xlarge".into(),
+        },
+    ));
     let s = spawn_with_launcher(stores.clone(), launcher.clone()).await;
     setup(&s).await;
     let body = json!({"agent_id": "coder-7", "dataset_id": "2026-11-24-0a1b2c3d4e5f", "config": {"seed": 1}});

@@ -240,7 +240,7 @@ async fn scenario(s: Stack) {
         s.stores.table.clone(),
         s.stores.objects.clone(),
         s.stores.evaluations.clone(),
-        Arc::new(Provider::new(None, None).unwrap()),
+        Arc::new(Provider::new(None, None)),
         Arc::new(Scorer::new(Limits::default())),
     );
     let redeliver = |id: &Value| {

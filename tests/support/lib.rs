@@ -151,7 +151,7 @@ pub async fn aws_stores() -> Stores {
 /// [`aws_stores`] with the settings and names of its resources.
 pub async fn aws_stores_on() -> (Stores, AwsSettings, AwsResources) {
     let (settings, r) = aws_resources(agentrl_store::MAX_RECEIVES).await;
-    let stores = Stores::aws(&settings, &r).await.expect("aws stores");
+    let stores = Stores::aws(&settings, &r).expect("aws stores");
     (stores, settings, r)
 }
 
@@ -160,9 +160,7 @@ pub async fn aws_stores_on() -> (Stores, AwsSettings, AwsResources) {
 /// directly, for checks that must not meet the faults.
 pub async fn aws_stores_through(endpoint: &str) -> (Stores, Stores) {
     let (direct, _, r) = aws_stores_on().await;
-    let through = Stores::aws(&AwsSettings::emulator(endpoint), &r)
-        .await
-        .expect("aws stores");
+    let through = Stores::aws(&AwsSettings::emulator(endpoint), &r).expect("aws stores");
     (through, direct)
 }
 

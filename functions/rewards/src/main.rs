@@ -9,7 +9,7 @@ use agentrl_store::Stores;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let options = AppOptions {
         idempotency: Some(stores.table.clone()),
         body_limit: MAX_BODY_BYTES,
@@ -19,7 +19,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         stores.table,
         stores.objects,
         stores.evaluations,
-        Arc::new(Provider::from_env()?),
+        Arc::new(Provider::from_env()),
     );
     lambda_http::run(app(vec![service(state)], options)).await
 }

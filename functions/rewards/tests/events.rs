@@ -36,7 +36,7 @@ fn lambda_app(stores: &Stores) -> Router {
             stores.table.clone(),
             stores.objects.clone(),
             stores.evaluations.clone(),
-            std::sync::Arc::new(agentrl_rewards::Provider::new(None, None).unwrap()),
+            std::sync::Arc::new(agentrl_rewards::Provider::new(None, None)),
         ))],
         options,
     )

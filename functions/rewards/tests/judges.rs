@@ -47,7 +47,7 @@ impl Harness {
             body_limit: MAX_BODY_BYTES,
             ..agentrl_http::lambda::options("rewards")
         };
-        let provider = Provider::new(Some("sk-test".into()), base_url.map(str::to_owned)).unwrap();
+        let provider = Provider::new(Some("sk-test".into()), base_url.map(str::to_owned));
         let state = RewardState::new(
             stores.table.clone(),
             stores.objects.clone(),

@@ -93,7 +93,7 @@ fn fixture(name: &str) -> Value {
 async fn a_verdict_that_cannot_be_recorded_is_retried_then_fails_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
-    let provider = Arc::new(Provider::new(None, None).unwrap());
+    let provider = Arc::new(Provider::new(None, None));
     let api = api(&stores, stores.evaluations.clone(), provider.clone());
     let (status, execution) = agentrl_testkit::invoke_json(&api, &fixture("create-execution.json"))
         .await
@@ -168,7 +168,7 @@ async fn a_verdict_that_cannot_be_recorded_is_retried_then_fails_with_its_reason
 async fn an_evaluation_the_queue_refuses_is_a_503_and_marked_failed() {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
-    let provider = Arc::new(Provider::new(None, None).unwrap());
+    let provider = Arc::new(Provider::new(None, None));
     let api = api(&stores, Arc::new(RefusingSends), provider);
     let (_, execution) = agentrl_testkit::invoke_json(&api, &fixture("create-execution.json"))
         .await
@@ -218,7 +218,7 @@ async fn an_evaluation_the_queue_refuses_is_a_503_and_marked_failed() {
 async fn a_job_of_a_newer_envelope_version_is_parked_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
-    let provider = Arc::new(Provider::new(None, None).unwrap());
+    let provider = Arc::new(Provider::new(None, None));
     let job = json!({"version": 2, "tenant": "tenant-a", "evaluation_id": "e-1", "priority": 1});
     stores.evaluations.send(&job.to_string()).await.unwrap();
     let delivered = stores

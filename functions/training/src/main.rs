@@ -8,8 +8,8 @@ use agentrl_training::{TrainingState, launch::BatchLauncher, service};
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     agentrl_http::telemetry::init();
-    let stores = Stores::aws_from_env().await?;
-    let launcher = Arc::new(BatchLauncher::from_env().await?);
+    let stores = Stores::aws_from_env()?;
+    let launcher = Arc::new(BatchLauncher::from_env()?);
     let state = TrainingState::new(
         stores.table.clone(),
         stores.objects,

@@ -4,15 +4,25 @@
 //! the local file system, and the Parquet writer of the trajectory pipeline writes
 //! through it directly; see docs/storage.md for why it was chosen over aws-sdk-s3.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    path::Path,
+    sync::{Arc, OnceLock},
+};
 
 use anyhow::Context;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::{
-    ObjectStore, ObjectStoreExt, PutPayload, aws::AmazonS3Builder, buffered::BufWriter,
-    local::LocalFileSystem, path::Path as ObjectPath,
+    ClientOptions, ObjectStore, ObjectStoreExt, PutPayload,
+    aws::AmazonS3Builder,
+    buffered::BufWriter,
+    client::{
+        HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse,
+        HttpService, ReqwestConnector,
+    },
+    local::LocalFileSystem,
+    path::Path as ObjectPath,
 };
 use tokio::io::AsyncWriteExt;
 
@@ -48,6 +58,7 @@ impl ObjectStoreObjects {
     /// When the builder rejects the settings.
     pub fn s3(bucket: &str, settings: &AwsSettings) -> anyhow::Result<Self> {
         let mut builder = AmazonS3Builder::from_env()
+            .with_http_connector(DeferredConnector)
             .with_bucket_name(bucket)
             .with_region(&settings.region);
         if let Some(endpoint) = &settings.endpoint {
@@ -69,6 +80,48 @@ impl ObjectStoreObjects {
     /// The underlying store, for writers (Parquet) that speak `object_store` directly.
     pub fn inner(&self) -> Arc<dyn ObjectStore> {
         self.inner.clone()
+    }
+}
+
+/// `object_store`'s own reqwest client, built on the first request instead of with the
+/// store: building it loads the machine's root certificates, milliseconds of a function's
+/// start-up that only a request reaching S3 needs (the same reason as
+/// [`crate::aws::Deferred`]).
+#[derive(Debug)]
+struct DeferredConnector;
+
+impl HttpConnector for DeferredConnector {
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        Ok(HttpClient::new(DeferredClient {
+            options: options.clone(),
+            client: OnceLock::new(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct DeferredClient {
+    options: ClientOptions,
+    /// The client, or why it could not be built (a TLS set-up failure, reported by every
+    /// request rather than retried).
+    client: OnceLock<Result<HttpClient, String>>,
+}
+
+#[async_trait]
+impl HttpService for DeferredClient {
+    async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let client = self.client.get_or_init(|| {
+            ReqwestConnector::default()
+                .connect(&self.options)
+                .map_err(|e| e.to_string())
+        });
+        match client {
+            Ok(client) => client.execute(request).await,
+            Err(why) => Err(HttpError::new(
+                HttpErrorKind::Connect,
+                std::io::Error::other(format!("building the S3 client: {why}")),
+            )),
+        }
     }
 }
 

@@ -109,8 +109,8 @@ impl Stores {
     ///
     /// # Errors
     /// A missing variable, named, or a client that cannot be configured.
-    pub async fn aws_from_env() -> anyhow::Result<Self> {
-        Self::aws(&AwsSettings::from_env()?, &AwsResources::from_env()?).await
+    pub fn aws_from_env() -> anyhow::Result<Self> {
+        Self::aws(&AwsSettings::from_env()?, &AwsResources::from_env()?)
     }
 
     /// The embedded set under `dir`: `dir/agentrl.db` (table and queue) and `dir/objects/`.
@@ -133,32 +133,21 @@ impl Stores {
         })
     }
 
-    /// The AWS set.
+    /// The AWS set. Nothing is loaded or connected here: the SDK configuration, each client
+    /// and the S3 client are built on first use ([`crate::aws::Deferred`]), so a function
+    /// starts without them.
     ///
     /// # Errors
-    /// When the S3 client cannot be configured.
-    pub async fn aws(settings: &AwsSettings, resources: &AwsResources) -> anyhow::Result<Self> {
-        let sdk = settings.load().await;
-        let table = DynamoTable::new(aws_sdk_dynamodb::Client::new(&sdk), &resources.table);
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let queue = SqsQueue::new(sqs.clone(), &resources.queue_url, &resources.dlq_url);
-        let events = SqsQueue::new(
-            sqs.clone(),
-            &resources.events_queue_url,
-            &resources.events_dlq_url,
-        );
-        let training = SqsQueue::new(
-            sqs.clone(),
-            &resources.training_queue_url,
-            &resources.training_dlq_url,
-        );
-        let datasets = SqsQueue::new(
-            sqs.clone(),
-            &resources.dataset_queue_url,
-            &resources.dataset_dlq_url,
-        );
-        let evaluations = SqsQueue::new(
-            sqs,
+    /// When the S3 settings are invalid.
+    pub fn aws(settings: &AwsSettings, resources: &AwsResources) -> anyhow::Result<Self> {
+        let sdk = settings.deferred();
+        let table = DynamoTable::deferred(&sdk, &resources.table);
+        let queue = |url: &str, dlq_url: &str| SqsQueue::deferred(&sdk, url, dlq_url);
+        let work = queue(&resources.queue_url, &resources.dlq_url);
+        let events = queue(&resources.events_queue_url, &resources.events_dlq_url);
+        let training = queue(&resources.training_queue_url, &resources.training_dlq_url);
+        let datasets = queue(&resources.dataset_queue_url, &resources.dataset_dlq_url);
+        let evaluations = queue(
             &resources.evaluation_queue_url,
             &resources.evaluation_dlq_url,
         );
@@ -166,7 +155,7 @@ impl Stores {
             ObjectStoreObjects::s3(&resources.bucket, settings).context("configuring S3")?;
         Ok(Self {
             table: Arc::new(table),
-            queue: Arc::new(queue),
+            queue: Arc::new(work),
             events: Arc::new(events),
             training: Arc::new(training),
             datasets: Arc::new(datasets),

@@ -7,7 +7,7 @@ use agentrl_store::Stores;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let worker = QueueWorker::new(
         stores.table.clone(),
         stores.objects.clone(),

@@ -7,7 +7,7 @@ use agentrl_store::Stores;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let options = AppOptions {
         idempotency: Some(stores.table.clone()),
         ..options("trajectories")

@@ -7,7 +7,7 @@ use agentrl_store::Stores;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     agentrl_http::telemetry::init();
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let state = LearningState::new(
         stores.table.clone(),
         stores.queue.clone(),

@@ -9,7 +9,7 @@ use serde_json::Value;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     agentrl_http::telemetry::init();
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let policy = &policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores))
         .with_metrics(agentrl_http::lambda::options("learning-policy").metrics);
     lambda_runtime::run(service_fn(move |_: LambdaEvent<Value>| async move {

@@ -9,12 +9,12 @@ use agentrl_store::Stores;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let worker = Evaluator::new(
         stores.table,
         stores.objects,
         stores.evaluations,
-        Arc::new(Provider::from_env()?),
+        Arc::new(Provider::from_env()),
         Arc::new(Scorer::new(Limits::default())),
     );
     sqs::run(|messages| {

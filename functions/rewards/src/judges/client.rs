@@ -9,7 +9,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
     time::{Duration, Instant, SystemTime},
 };
 
@@ -37,7 +37,10 @@ const MAX_REPLY_BYTES: usize = 1 << 20;
 
 /// The provider every tenant's judges call, with the deployment's credentials.
 pub struct Provider {
-    http: reqwest::Client,
+    /// Built by the first call: building it loads the machine's root certificates,
+    /// milliseconds of a function's start-up that only a judge call needs. A TLS set-up that
+    /// fails fails every call, with its reason.
+    http: OnceLock<Result<reqwest::Client, String>>,
     /// The key, and the base URL it belongs to.
     credentials: Option<(String, String)>,
     default_base_url: Option<String>,
@@ -126,36 +129,39 @@ impl Provider {
     /// A provider at `default_base_url` (for tenants without a `base_url` of their own),
     /// authenticating there with `api_key` (none for a local server). Calls to any other base
     /// URL carry no key.
-    ///
-    /// # Errors
-    /// When the TLS backend cannot be set up.
-    pub fn new(api_key: Option<String>, default_base_url: Option<String>) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+    pub fn new(api_key: Option<String>, default_base_url: Option<String>) -> Self {
         let default_base_url = default_base_url.filter(|u| !u.is_empty());
         let credentials = api_key
             .filter(|k| !k.is_empty())
             .zip(default_base_url.clone());
-        Ok(Self {
-            http,
+        Self {
+            http: OnceLock::new(),
             credentials,
             default_base_url,
             slots: Mutex::default(),
-        })
+        }
     }
 
     /// The deployment's provider: `AGENTRL_JUDGE_API_KEY` (on AWS resolved from Secrets
     /// Manager by the template) and `AGENTRL_JUDGE_BASE_URL`, both optional.
-    ///
-    /// # Errors
-    /// When the TLS backend cannot be set up.
-    pub fn from_env() -> anyhow::Result<Self> {
+    pub fn from_env() -> Self {
         Self::new(
             std::env::var("AGENTRL_JUDGE_API_KEY").ok(),
             std::env::var("AGENTRL_JUDGE_BASE_URL").ok(),
         )
+    }
+
+    fn http(&self) -> Result<&reqwest::Client, CallError> {
+        self.http
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(5))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| format!("setting up TLS: {e}"))
+            })
+            .as_ref()
+            .map_err(|why| CallError::Transport(why.clone()))
     }
 
     /// The base URL a tenant's judges call: its own, else the deployment's.
@@ -224,7 +230,11 @@ impl Provider {
         let timeout = call
             .timeout
             .min(call.deadline.saturating_duration_since(Instant::now()));
-        let mut request = self.http.post(url).timeout(timeout).json(&json!({
+        let http = match self.http() {
+            Ok(http) => http,
+            Err(e) => return Attempt::Fail(e),
+        };
+        let mut request = http.post(url).timeout(timeout).json(&json!({
             "model": call.model,
             "messages": call.messages,
             "temperature": 0,

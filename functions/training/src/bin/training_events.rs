@@ -14,11 +14,11 @@ use serde_json::Value;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     agentrl_http::telemetry::init();
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let state = TrainingState::new(
         stores.table,
         stores.objects,
-        Arc::new(BatchLauncher::from_env().await?),
+        Arc::new(BatchLauncher::from_env()?),
         agentrl_http::lambda::pseudonyms_from_env()?,
     )
     .with_metrics(agentrl_http::Metrics::Emf {

@@ -1,14 +1,19 @@
 //! The AWS Batch launcher: one `SubmitJob` per run on the template's GPU (or CPU) job queue,
 //! tagged with the run's tenant and id so its *Job State Change* events find the run.
 
-use agentrl_store::{aws::AwsSettings, required_env};
+use agentrl_store::{
+    aws::{AwsSettings, Deferred, deferred_client},
+    required_env,
+};
 use async_trait::async_trait;
 
 use super::{JobSpec, Launcher};
 
 /// Submits training jobs to a Batch job queue.
 pub struct BatchLauncher {
-    client: aws_sdk_batch::Client,
+    /// Built by the first submission (see [`Deferred`]): most of the function's requests
+    /// never submit a job.
+    client: Deferred<aws_sdk_batch::Client>,
     job_queue: String,
     job_definition: String,
     bucket: String,
@@ -30,9 +35,9 @@ pub struct BatchSettings {
 
 impl BatchLauncher {
     /// A launcher with `settings`, reaching AWS as `aws` says.
-    pub async fn new(aws: &AwsSettings, settings: BatchSettings) -> Self {
+    pub fn new(aws: &AwsSettings, settings: BatchSettings) -> Self {
         Self {
-            client: aws_sdk_batch::Client::new(&aws.load().await),
+            client: deferred_client(&aws.deferred(), aws_sdk_batch::Client::new),
             job_queue: settings.job_queue,
             job_definition: settings.job_definition,
             bucket: settings.bucket,
@@ -46,7 +51,7 @@ impl BatchLauncher {
     ///
     /// # Errors
     /// A missing variable, named.
-    pub async fn from_env() -> anyhow::Result<Self> {
+    pub fn from_env() -> anyhow::Result<Self> {
         let aws = AwsSettings::from_env()?;
         let settings = BatchSettings {
             job_queue: required_env("AGENTRL_BATCH_JOB_QUEUE")?,
@@ -55,7 +60,7 @@ impl BatchLauncher {
             instance_type: std::env::var("AGENTRL_BATCH_INSTANCE_TYPE")
                 .unwrap_or_else(|_| "g6.xlarge".to_owned()),
         };
-        Ok(Self::new(&aws, settings).await)
+        Ok(Self::new(&aws, settings))
     }
 }
 
@@ -83,6 +88,8 @@ impl Launcher for BatchLauncher {
             .build();
         let out = self
             .client
+            .clone()
+            .await
             .submit_job()
             .job_name(&job.run_id)
             .job_queue(&self.job_queue)
@@ -107,6 +114,8 @@ impl Launcher for BatchLauncher {
 
     async fn cancel(&self, job_id: &str, reason: &str) -> anyhow::Result<()> {
         self.client
+            .clone()
+            .await
             .terminate_job()
             .job_id(job_id)
             .reason(reason)

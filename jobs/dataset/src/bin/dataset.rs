@@ -26,7 +26,7 @@ fn now() -> i64 {
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     agentrl_http::telemetry::init();
-    let stores = Stores::aws_from_env().await?;
+    let stores = Stores::aws_from_env()?;
     let rules: Rules = match std::env::var("AGENTRL_DATASET_RULES") {
         Ok(json) if !json.trim().is_empty() => {
             serde_json::from_str(&json).context("AGENTRL_DATASET_RULES")?

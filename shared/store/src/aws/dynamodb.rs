@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Context;
 use async_trait::async_trait;
+use aws_config::SdkConfig;
 use aws_sdk_dynamodb::{
     Client,
     error::SdkError,
@@ -13,8 +14,8 @@ use aws_sdk_dynamodb::{
         Update,
     },
 };
-use futures::future::{BoxFuture, FutureExt, Shared};
 
+use super::{AwsSettings, Deferred, deferred_client, ready};
 use crate::{
     StoreError,
     ports::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write},
@@ -26,21 +27,22 @@ use crate::{
 #[derive(Clone)]
 pub struct DynamoTable {
     /// Resolved once and shared by every clone: the client, or the work of building it.
-    client: Shared<BoxFuture<'static, Client>>,
+    client: Deferred<Client>,
     name: String,
 }
 
 impl DynamoTable {
-    /// The table `name`, with a client configured by `settings`, built on first use: the SDK
-    /// configuration and the TLS root certificates its HTTPS connector parses are most of a
-    /// function's start-up, and routes that never touch the table (`/health`, validation
-    /// errors) need neither.
-    pub fn connect(settings: &super::AwsSettings, name: &str) -> Self {
-        let settings = settings.clone();
+    /// The table `name`, with a client configured by `settings`, built on first use (see
+    /// [`Deferred`]): routes that never touch the table (`/health`, validation errors) do not
+    /// wait for it.
+    pub fn connect(settings: &AwsSettings, name: &str) -> Self {
+        Self::deferred(&settings.deferred(), name)
+    }
+
+    /// The table `name`, with a client built from `config` on first use.
+    pub fn deferred(config: &Deferred<SdkConfig>, name: &str) -> Self {
         Self {
-            client: async move { Client::new(&settings.load().await) }
-                .boxed()
-                .shared(),
+            client: deferred_client(config, Client::new),
             name: name.to_owned(),
         }
     }
@@ -48,7 +50,7 @@ impl DynamoTable {
     /// The table `name` reached through `client`.
     pub fn new(client: Client, name: &str) -> Self {
         Self {
-            client: futures::future::ready(client).boxed().shared(),
+            client: ready(client),
             name: name.to_owned(),
         }
     }

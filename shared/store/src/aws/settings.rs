@@ -1,6 +1,7 @@
 //! How the AWS clients are configured: region, optional endpoint override, credentials.
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use futures::future::{BoxFuture, FutureExt, Shared};
 
 /// Where the AWS services are.
 #[derive(Debug, Clone)]
@@ -50,4 +51,30 @@ impl AwsSettings {
         }
         loader.load().await
     }
+
+    /// The shared SDK configuration, loaded on first use: see [`Deferred`].
+    pub fn deferred(&self) -> Deferred<SdkConfig> {
+        let settings = self.clone();
+        async move { settings.load().await }.boxed().shared()
+    }
+}
+
+/// A value built by its first user and shared by every clone. Loading the SDK configuration
+/// and building a client's HTTPS connector (which parses every root certificate on the
+/// machine) were most of a function's start-up; deferred, they are paid by the first request
+/// that needs AWS, and never by an instance that does not.
+pub type Deferred<T> = Shared<BoxFuture<'static, T>>;
+
+/// A client built from `config` by `build` once the configuration is loaded.
+pub fn deferred_client<C>(config: &Deferred<SdkConfig>, build: fn(&SdkConfig) -> C) -> Deferred<C>
+where
+    C: Clone + Send + Sync + 'static,
+{
+    let config = config.clone();
+    async move { build(&config.await) }.boxed().shared()
+}
+
+/// A client there already is, in the deferred shape.
+pub fn ready<C: Clone + Send + Sync + 'static>(client: C) -> Deferred<C> {
+    futures::future::ready(client).boxed().shared()
 }

@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
+use aws_config::SdkConfig;
 use aws_sdk_sqs::{
     Client,
     types::{MessageAttributeValue, MessageSystemAttributeName, SendMessageBatchRequestEntry},
 };
 
+use super::{Deferred, deferred_client, ready};
 use crate::{
     StoreError,
     ports::{DeadLetter, Message, Queue},
@@ -19,19 +21,34 @@ use crate::{
 /// A queue and its dead-letter queue.
 #[derive(Clone)]
 pub struct SqsQueue {
-    client: Client,
+    /// Resolved once and shared by every clone: the client, or the work of building it.
+    client: Deferred<Client>,
     url: String,
     dlq_url: String,
 }
 
 impl SqsQueue {
-    /// The queue at `url`, whose dead-letter queue is at `dlq_url`.
+    /// The queue at `url`, whose dead-letter queue is at `dlq_url`, reached through `client`.
     pub fn new(client: Client, url: &str, dlq_url: &str) -> Self {
+        Self::with(ready(client), url, dlq_url)
+    }
+
+    /// The queue at `url` and its dead-letter queue at `dlq_url`, with a client built from
+    /// `config` on first use (see [`Deferred`]).
+    pub fn deferred(config: &Deferred<SdkConfig>, url: &str, dlq_url: &str) -> Self {
+        Self::with(deferred_client(config, Client::new), url, dlq_url)
+    }
+
+    fn with(client: Deferred<Client>, url: &str, dlq_url: &str) -> Self {
         Self {
             client,
             url: url.to_owned(),
             dlq_url: dlq_url.to_owned(),
         }
+    }
+
+    async fn client(&self) -> Client {
+        self.client.clone().await
     }
 }
 
@@ -72,7 +89,8 @@ impl Queue for SqsQueue {
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let out = self
-                .client
+                .client()
+                .await
                 .send_message_batch()
                 .queue_url(&self.url)
                 .set_entries(Some(entries))
@@ -100,7 +118,8 @@ impl Queue for SqsQueue {
         wait: Duration,
     ) -> Result<Vec<Message>, StoreError> {
         let out = self
-            .client
+            .client()
+            .await
             .receive_message()
             .queue_url(&self.url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
@@ -133,7 +152,8 @@ impl Queue for SqsQueue {
 
     async fn delete(&self, receipt: &str) -> Result<(), StoreError> {
         match self
-            .client
+            .client()
+            .await
             .delete_message()
             .queue_url(&self.url)
             .receipt_handle(receipt)
@@ -152,7 +172,8 @@ impl Queue for SqsQueue {
     }
 
     async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), StoreError> {
-        self.client
+        self.client()
+            .await
             .send_message()
             .queue_url(&self.dlq_url)
             .message_body(&message.body)
@@ -167,7 +188,8 @@ impl Queue for SqsQueue {
     async fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter>, StoreError> {
         // Peek: a zero visibility timeout leaves every message in the dead-letter queue.
         let out = self
-            .client
+            .client()
+            .await
             .receive_message()
             .queue_url(&self.dlq_url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
