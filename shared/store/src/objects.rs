@@ -102,8 +102,8 @@ impl HttpConnector for DeferredConnector {
 #[derive(Debug)]
 struct DeferredClient {
     options: ClientOptions,
-    /// The client, or why it could not be built (a TLS set-up failure, reported by every
-    /// request rather than retried).
+    /// The client, or why it could not be built (a TLS set-up failure: every request fails
+    /// with it at once, as an error `object_store` does not retry).
     client: OnceLock<Result<HttpClient, String>>,
 }
 
@@ -118,7 +118,7 @@ impl HttpService for DeferredClient {
         match client {
             Ok(client) => client.execute(request).await,
             Err(why) => Err(HttpError::new(
-                HttpErrorKind::Connect,
+                HttpErrorKind::Unknown,
                 std::io::Error::other(format!("building the S3 client: {why}")),
             )),
         }
