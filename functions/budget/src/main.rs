@@ -3,7 +3,7 @@
 use agentrl_budget::{BudgetState, service};
 use agentrl_http::DEFAULT_BODY_LIMIT;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     agentrl_http::lambda::run_table_service("budget", DEFAULT_BODY_LIMIT, |table| {
         service(

@@ -2,7 +2,7 @@
 
 use agentrl_diff_score::{DiffState, MAX_BODY_BYTES, service};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     agentrl_http::lambda::run_table_service("diff-score", MAX_BODY_BYTES, |table| {
         service(

@@ -6,7 +6,7 @@ use agentrl_http::{AppOptions, app, lambda::options, telemetry};
 use agentrl_rewards::{MAX_BODY_BYTES, Provider, RewardState, service};
 use agentrl_store::Stores;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     telemetry::init();
     let stores = Stores::aws_from_env()?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use agentrl_store::Stores;
 use agentrl_training::{TrainingState, launch::BatchLauncher, service};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     agentrl_http::telemetry::init();
     let stores = Stores::aws_from_env()?;

@@ -5,7 +5,7 @@ use agentrl_http::sqs::{self, Consumer};
 use agentrl_queue_worker::QueueWorker;
 use agentrl_store::Stores;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let stores = Stores::aws_from_env()?;
     let worker = QueueWorker::new(

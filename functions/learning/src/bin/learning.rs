@@ -4,7 +4,7 @@ use agentrl_http::{DEFAULT_BODY_LIMIT, app, lambda::options};
 use agentrl_learning::{LearningState, service};
 use agentrl_store::Stores;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     agentrl_http::telemetry::init();
     let stores = Stores::aws_from_env()?;

@@ -6,7 +6,7 @@ use agentrl_store::Stores;
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     agentrl_http::telemetry::init();
     let stores = Stores::aws_from_env()?;

@@ -7,7 +7,7 @@ use agentrl_http::sqs::{self, Consumer};
 use agentrl_rewards::{Evaluator, Provider};
 use agentrl_store::Stores;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let stores = Stores::aws_from_env()?;
     let worker = Evaluator::new(

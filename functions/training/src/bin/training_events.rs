@@ -11,7 +11,7 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     agentrl_http::telemetry::init();
     let stores = Stores::aws_from_env()?;
