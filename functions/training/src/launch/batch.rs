@@ -2,7 +2,7 @@
 //! tagged with the run's tenant and id so its *Job State Change* events find the run.
 
 use agentrl_store::{
-    aws::{AwsSettings, Deferred, deferred_client},
+    aws::{AwsSettings, Deferred},
     required_env,
 };
 use async_trait::async_trait;
@@ -37,7 +37,7 @@ impl BatchLauncher {
     /// A launcher with `settings`, reaching AWS as `aws` says.
     pub fn new(aws: &AwsSettings, settings: BatchSettings) -> Self {
         Self {
-            client: deferred_client(&aws.deferred(), aws_sdk_batch::Client::new),
+            client: aws.deferred().client(aws_sdk_batch::Client::new),
             job_queue: settings.job_queue,
             job_definition: settings.job_definition,
             bucket: settings.bucket,
@@ -88,7 +88,7 @@ impl Launcher for BatchLauncher {
             .build();
         let out = self
             .client
-            .clone()
+            .get()
             .await
             .submit_job()
             .job_name(&job.run_id)
@@ -114,7 +114,7 @@ impl Launcher for BatchLauncher {
 
     async fn cancel(&self, job_id: &str, reason: &str) -> anyhow::Result<()> {
         self.client
-            .clone()
+            .get()
             .await
             .terminate_job()
             .job_id(job_id)

@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::{
     },
 };
 
-use super::{AwsSettings, Deferred, deferred_client, ready};
+use super::{AwsSettings, Deferred};
 use crate::{
     StoreError,
     ports::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write},
@@ -42,7 +42,7 @@ impl DynamoTable {
     /// The table `name`, with a client built from `config` on first use.
     pub fn deferred(config: &Deferred<SdkConfig>, name: &str) -> Self {
         Self {
-            client: deferred_client(config, Client::new),
+            client: config.client(Client::new),
             name: name.to_owned(),
         }
     }
@@ -50,13 +50,9 @@ impl DynamoTable {
     /// The table `name` reached through `client`.
     pub fn new(client: Client, name: &str) -> Self {
         Self {
-            client: ready(client),
+            client: Deferred::ready(client),
             name: name.to_owned(),
         }
-    }
-
-    async fn client(&self) -> Client {
-        self.client.clone().await
     }
 }
 
@@ -183,7 +179,8 @@ where
 impl Table for DynamoTable {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         let out = self
-            .client()
+            .client
+            .get()
             .await
             .get_item()
             .table_name(&self.name)
@@ -216,7 +213,8 @@ impl Table for DynamoTable {
             let mut attempt = 0;
             loop {
                 let out = self
-                    .client()
+                    .client
+                    .get()
                     .await
                     .batch_get_item()
                     .request_items(&self.name, request)
@@ -253,7 +251,8 @@ impl Table for DynamoTable {
     async fn put(&self, put: Put) -> Result<u64, StoreError> {
         let (update, e) = put_expr(&put, now_s())?;
         let out = self
-            .client()
+            .client
+            .get()
             .await
             .update_item()
             .table_name(&self.name)
@@ -279,7 +278,8 @@ impl Table for DynamoTable {
 
     async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
         let e = condition_expr(condition, now_s());
-        self.client()
+        self.client
+            .get()
             .await
             .delete_item()
             .table_name(&self.name)
@@ -319,7 +319,8 @@ impl Table for DynamoTable {
         // full or the partition is done, so pages have the same meaning on both adapters.
         loop {
             let out = self
-                .client()
+                .client
+                .get()
                 .await
                 .query()
                 .table_name(&self.name)
@@ -405,7 +406,8 @@ impl Table for DynamoTable {
             items.push(item.build());
         }
         let result = self
-            .client()
+            .client
+            .get()
             .await
             .transact_write_items()
             .set_transact_items(Some(items))

@@ -8,5 +8,5 @@ mod sqs;
 
 pub use dynamodb::DynamoTable;
 pub use provision::{create_bucket, create_queue_with_dlq, create_table};
-pub use settings::{AwsSettings, Deferred, deferred_client, ready};
+pub use settings::{AwsSettings, Deferred};
 pub use sqs::SqsQueue;

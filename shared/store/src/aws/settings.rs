@@ -55,7 +55,7 @@ impl AwsSettings {
     /// The shared SDK configuration, loaded on first use: see [`Deferred`].
     pub fn deferred(&self) -> Deferred<SdkConfig> {
         let settings = self.clone();
-        async move { settings.load().await }.boxed().shared()
+        Deferred(async move { settings.load().await }.boxed().shared())
     }
 }
 
@@ -63,18 +63,28 @@ impl AwsSettings {
 /// and building a client's HTTPS connector (which parses every root certificate on the
 /// machine) were most of a function's start-up; deferred, they are paid by the first request
 /// that needs AWS, and never by an instance that does not.
-pub type Deferred<T> = Shared<BoxFuture<'static, T>>;
+#[derive(Clone)]
+pub struct Deferred<T: Clone>(Shared<BoxFuture<'static, T>>);
 
-/// A client built from `config` by `build` once the configuration is loaded.
-pub fn deferred_client<C>(config: &Deferred<SdkConfig>, build: fn(&SdkConfig) -> C) -> Deferred<C>
-where
-    C: Clone + Send + Sync + 'static,
-{
-    let config = config.clone();
-    async move { build(&config.await) }.boxed().shared()
+impl<T: Clone + Send + Sync + 'static> Deferred<T> {
+    /// A value there already is, in the deferred shape.
+    pub fn ready(value: T) -> Self {
+        Self(futures::future::ready(value).boxed().shared())
+    }
+
+    /// The value, built by the first caller; the others wait for it.
+    pub async fn get(&self) -> T {
+        self.0.clone().await
+    }
 }
 
-/// A client there already is, in the deferred shape.
-pub fn ready<C: Clone + Send + Sync + 'static>(client: C) -> Deferred<C> {
-    futures::future::ready(client).boxed().shared()
+impl Deferred<SdkConfig> {
+    /// A client built by `build` from this configuration, once it is loaded.
+    pub fn client<C: Clone + Send + Sync + 'static>(
+        &self,
+        build: fn(&SdkConfig) -> C,
+    ) -> Deferred<C> {
+        let config = self.clone();
+        Deferred(async move { build(&config.get().await) }.boxed().shared())
+    }
 }

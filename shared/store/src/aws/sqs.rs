@@ -11,7 +11,7 @@ use aws_sdk_sqs::{
     types::{MessageAttributeValue, MessageSystemAttributeName, SendMessageBatchRequestEntry},
 };
 
-use super::{Deferred, deferred_client, ready};
+use super::Deferred;
 use crate::{
     StoreError,
     ports::{DeadLetter, Message, Queue},
@@ -30,13 +30,13 @@ pub struct SqsQueue {
 impl SqsQueue {
     /// The queue at `url`, whose dead-letter queue is at `dlq_url`, reached through `client`.
     pub fn new(client: Client, url: &str, dlq_url: &str) -> Self {
-        Self::with(ready(client), url, dlq_url)
+        Self::with(Deferred::ready(client), url, dlq_url)
     }
 
     /// The queue at `url` and its dead-letter queue at `dlq_url`, with a client built from
     /// `config` on first use (see [`Deferred`]).
     pub fn deferred(config: &Deferred<SdkConfig>, url: &str, dlq_url: &str) -> Self {
-        Self::with(deferred_client(config, Client::new), url, dlq_url)
+        Self::with(config.client(Client::new), url, dlq_url)
     }
 
     fn with(client: Deferred<Client>, url: &str, dlq_url: &str) -> Self {
@@ -45,10 +45,6 @@ impl SqsQueue {
             url: url.to_owned(),
             dlq_url: dlq_url.to_owned(),
         }
-    }
-
-    async fn client(&self) -> Client {
-        self.client.clone().await
     }
 }
 
@@ -89,7 +85,8 @@ impl Queue for SqsQueue {
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let out = self
-                .client()
+                .client
+                .get()
                 .await
                 .send_message_batch()
                 .queue_url(&self.url)
@@ -118,7 +115,8 @@ impl Queue for SqsQueue {
         wait: Duration,
     ) -> Result<Vec<Message>, StoreError> {
         let out = self
-            .client()
+            .client
+            .get()
             .await
             .receive_message()
             .queue_url(&self.url)
@@ -152,7 +150,8 @@ impl Queue for SqsQueue {
 
     async fn delete(&self, receipt: &str) -> Result<(), StoreError> {
         match self
-            .client()
+            .client
+            .get()
             .await
             .delete_message()
             .queue_url(&self.url)
@@ -172,7 +171,8 @@ impl Queue for SqsQueue {
     }
 
     async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), StoreError> {
-        self.client()
+        self.client
+            .get()
             .await
             .send_message()
             .queue_url(&self.dlq_url)
@@ -188,7 +188,8 @@ impl Queue for SqsQueue {
     async fn dead_letters(&self, max: usize) -> Result<Vec<DeadLetter>, StoreError> {
         // Peek: a zero visibility timeout leaves every message in the dead-letter queue.
         let out = self
-            .client()
+            .client
+            .get()
             .await
             .receive_message()
             .queue_url(&self.dlq_url)
