@@ -21,9 +21,11 @@ fn agentrl(args: &[&str]) -> (bool, String, String) {
 }
 
 fn tiny_model(dir: &Path) {
-    let tok = Tok::char_level("0123456789+:=\nAQ", "<|endoftext|>").unwrap();
-    let mut config = ModelConfig::tiny_qwen2(tok.vocab_size(), 16, 1, 2, 1);
-    config.eos_token_id = Some(json!(0));
+    let tok = Tok::char_level("0123456789+:=\nAQ", &["<|endoftext|>"]).unwrap();
+    let config = ModelConfig::tiny_qwen2(tok.vocab_size(), 16, 1, 2, 1)
+        .unwrap()
+        .with(&[("eos_token_id", json!(0))])
+        .unwrap();
     Model::init(config, 1, DType::F32, &Device::Cpu)
         .unwrap()
         .save_hf(dir)

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Create (or reuse) the Python virtualenv with agentrl's test tooling.
+# Create (or reuse) a Python virtualenv of agentrl's test tooling.
 #
-#   venv="$(infra/scripts/python-env.sh | tail -n1)"
+#   venv="$(infra/scripts/python-env.sh | tail -n1)"        # moto, cfn-lint, SAM CLI, oracles
+#   hf_venv="$(infra/scripts/python-env.sh hf | tail -n1)"  # transformers' config classes
 #
-# The venv lives at ${AGENTRL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv}.
-# It is (re)built only when missing or when infra/requirements-test.txt changed
-# (tracked by a stamp file holding the requirements' sha256); otherwise this is a no-op.
+# The default venv (infra/requirements-test.txt) lives at
+# ${AGENTRL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv}, the `hf` one
+# (infra/requirements-hf.txt) at ${AGENTRL_HF_VENV:-…/agentrl/venv-hf}: their pins conflict.
+# A venv is (re)built only when missing or when its requirements changed (tracked by a stamp
+# file holding the requirements' sha256); otherwise this is a no-op.
 # The venv path is printed as the last line of stdout; everything else goes to stderr.
 # Env: AGENTRL_PYTHON (interpreter to build the venv with, default python3).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-req="$root/infra/requirements-test.txt"
-venv="${AGENTRL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv}"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/agentrl"
+case "${1:-test}" in
+  test) req="$root/infra/requirements-test.txt"; venv="${AGENTRL_VENV:-$cache/venv}" ;;
+  hf) req="$root/infra/requirements-hf.txt"; venv="${AGENTRL_HF_VENV:-$cache/venv-hf}" ;;
+  *) echo "python-env: unknown venv ${1} (test or hf)" >&2; exit 2 ;;
+esac
 stamp="$venv/.agentrl-requirements.sha256"
 
 want="$(sha256sum "$req" | cut -d' ' -f1)"

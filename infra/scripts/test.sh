@@ -18,6 +18,9 @@ step "python tools (moto, cfn-lint, sam, oracles)"
 # The oracle tests (apted for tree edit distances, pyarrow/DuckDB readers) run this venv.
 AGENTRL_VENV="$(infra/scripts/python-env.sh | tail -n1)"
 export AGENTRL_VENV
+# The trainer's loader is tested on configs written by transformers' own config classes.
+AGENTRL_HF_VENV="$(infra/scripts/python-env.sh hf | tail -n1)"
+export AGENTRL_HF_VENV
 
 step "moto on 127.0.0.1"
 AGENTRL_MOTO_STATE="$(mktemp -d)"

@@ -7,6 +7,9 @@
 use std::sync::Arc;
 
 use agentrl_core::privacy::{Pseudonymizer, TENANT};
+use agentrl_core::training::{
+    Evaluation, GateCounts, Metrics, ModelSummary, RunOutcome, RunReport, SftCounts, Validation,
+};
 use agentrl_store::Stores;
 use agentrl_training::{
     Launcher, TrainingConsumer, TrainingState,
@@ -21,13 +24,47 @@ const SECRET: &[u8] = b"a test secret of enough bytes";
 /// What a finished trainer leaves under the run's output prefix (its contract, tested with the
 /// trainer itself in `cli/tests/training.rs`).
 async fn trainer_output(stores: &Stores, output: &str) {
-    let eval = |reward: f64| {
-        json!({"validation_set": "vs-1", "reward": reward,
-        "safety_violation_rate": 0.0, "trajectories": 12, "groups": 4})
+    let eval = |reward: f64| Evaluation {
+        validation_set: "vs-1".into(),
+        reward,
+        safety_violation_rate: 0.0,
+        trajectories: 12,
+        groups: 4,
     };
-    let report = json!({"base_model_sha256": "ab12", "dataset_content_hash": "cd34",
-        "final_metrics": {"step": 5, "phase": "grpo", "loss": 0.1},
-        "validation": {"before": eval(0.4), "after": eval(0.7)}});
+    let report = RunReport {
+        base_model_sha256: "ab12".into(),
+        dataset_content_hash: "cd34".into(),
+        tokenizer_sha256: "ef56".into(),
+        config: json!({}),
+        model: ModelSummary {
+            architectures: vec!["Qwen2ForCausalLM".into()],
+            hidden_size: 8,
+            num_hidden_layers: 1,
+            vocab_size: 16,
+            trainable_parameters: 300,
+            lora: false,
+        },
+        sft_steps: 0,
+        grpo_steps: 5,
+        sft: SftCounts::default(),
+        final_metrics: Some(Metrics {
+            step: 5,
+            phase: "grpo".into(),
+            loss: 0.1,
+            ..Metrics::default()
+        }),
+        wall_time_s: 1.0,
+        peak_rss_mb: None,
+        device: "Cpu".into(),
+        trainer_version: "0".into(),
+        outcome: RunOutcome::Dataset {
+            gate: GateCounts::default(),
+            validation: Validation {
+                before: Some(eval(0.4)),
+                after: Some(eval(0.7)),
+            },
+        },
+    };
     for (name, body) in [
         ("config.json", "{}".to_owned()),
         ("model.safetensors", "weights".to_owned()),
@@ -35,7 +72,7 @@ async fn trainer_output(stores: &Stores, output: &str) {
             "metrics.jsonl",
             "{\"step\":5,\"phase\":\"grpo\",\"loss\":0.1}\n".to_owned(),
         ),
-        ("run.json", report.to_string()),
+        ("run.json", serde_json::to_string(&report).unwrap()),
     ] {
         stores
             .objects

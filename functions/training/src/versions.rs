@@ -5,16 +5,14 @@
 use agentrl_core::{
     TenantId,
     training::{
-        Arm, ArmStats, Canary, Evaluation, GateDecision, GateInputs, RunStatus, bucket,
-        evaluate_gate,
+        Arm, ArmStats, Canary, Evaluation, GateDecision, GateInputs, RunOutcome, RunReport,
+        RunStatus, bucket, evaluate_gate,
     },
 };
 use agentrl_store::{
     StoreError,
     retry::{Contended, now_ms, optimistic},
 };
-use serde::Deserialize;
-use serde_json::Value;
 
 use crate::{
     TrainingState,
@@ -29,22 +27,6 @@ pub(crate) enum RegisterOutcome {
     AlreadyFinished,
     /// The run wrote no usable `run.json`: the reason to fail it with.
     NoReport(String),
-}
-
-/// The parts of `run.json` a version keeps.
-#[derive(Debug, Deserialize)]
-struct Report {
-    base_model_sha256: Option<String>,
-    dataset_content_hash: Option<String>,
-    #[serde(default)]
-    final_metrics: Value,
-    validation: Option<Validation>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Validation {
-    before: Option<Evaluation>,
-    after: Option<Evaluation>,
 }
 
 impl From<RegisterError> for crate::runs::JobStateError {
@@ -70,7 +52,7 @@ pub(crate) async fn register(
             "the job ended without writing run.json".into(),
         ));
     };
-    let report: Report = match serde_json::from_slice(&bytes) {
+    let report: RunReport = match serde_json::from_slice(&bytes) {
         Ok(r) => r,
         Err(e) => return Ok(RegisterOutcome::NoReport(format!("run.json: {e}"))),
     };
@@ -92,13 +74,15 @@ pub(crate) async fn register(
     } else {
         None
     };
-    let (before, after) = report
-        .validation
-        .map_or((None, None), |v| (v.before, v.after));
+    let (before, after) = match report.outcome {
+        RunOutcome::Dataset { validation, .. } => (validation.before, validation.after),
+        RunOutcome::Prompts(_) | RunOutcome::Demo { .. } => (None, None),
+    };
+    let metrics = serde_json::to_value(&report.final_metrics).unwrap_or_default();
     let report = &(
-        report.base_model_sha256,
-        report.dataset_content_hash,
-        report.final_metrics,
+        Some(report.base_model_sha256),
+        Some(report.dataset_content_hash),
+        metrics,
     );
     let (artifacts, model_prefix, before, after) = (&artifacts, &model_prefix, &before, &after);
     optimistic(|| async move {

@@ -21,6 +21,9 @@ pub struct TrainConfig {
     /// Upper bound on padded tokens (sequences × longest) per micro-batch; gradients are
     /// accumulated over micro-batches, so memory follows this, not the batch or dataset size.
     pub micro_batch_tokens: usize,
+    /// Longest sequence (prompt and response) trained on or sampled; longer rows keep their
+    /// start and are counted. `null`: the model's `max_position_embeddings`.
+    pub max_seq_len: Option<usize>,
     /// Write a resumable checkpoint every N optimizer steps (0 = only at the end).
     pub checkpoint_every: u64,
     /// With an `s3://` output, mirror `metrics.jsonl` (the run's progress) at most every N
@@ -49,6 +52,7 @@ impl Default for TrainConfig {
         Self {
             seed: 0,
             micro_batch_tokens: 8192,
+            max_seq_len: None,
             checkpoint_every: 50,
             progress_every_s: 30,
             eval_every: 10,
@@ -105,7 +109,8 @@ pub struct GrpoConfig {
     pub max_new_tokens: usize,
     /// Strings that end a completion besides the end-of-sequence token.
     pub stop: Vec<String>,
-    /// Wrap prompts in the tokenizer's chat template (`false`: raw text).
+    /// Render `--prompts` and `--sft` text as a user turn (and the assistant's answer) through
+    /// the tokenizer's chat template (`false`: the text as written).
     pub chat_template: bool,
     /// ε_low of the clipped ratio.
     pub epsilon_low: f64,
@@ -215,6 +220,13 @@ fn count(field: &str, x: usize, lo: usize, hi: usize) -> Result<()> {
 }
 
 impl TrainConfig {
+    /// The longest sequence of a run on a model whose `max_position_embeddings` is
+    /// `model_positions`.
+    #[must_use]
+    pub fn seq_limit(&self, model_positions: usize) -> usize {
+        self.max_seq_len.unwrap_or(model_positions)
+    }
+
     /// Reads a config file: unknown keys and wrong types are errors naming their path.
     ///
     /// # Errors
@@ -247,6 +259,9 @@ impl TrainConfig {
     /// The field at fault.
     pub fn validate(&self) -> Result<()> {
         count("micro_batch_tokens", self.micro_batch_tokens, 16, 1 << 24)?;
+        if let Some(len) = self.max_seq_len {
+            count("max_seq_len", len, 2, 1 << 24)?;
+        }
         positive("sft.learning_rate", self.sft.learning_rate)?;
         within("sft.learning_rate", self.sft.learning_rate, 0.0, 1.0)?;
         count("sft.batch_size", self.sft.batch_size, 1, 1 << 16)?;

@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
 
+pub use agentrl_core::training::{GateCounts, SftCounts};
 use agentrl_turns::{SCHEMA_VERSION, TurnRow, read_turns};
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::TrainConfig;
@@ -18,41 +18,6 @@ use crate::turn_store::{TurnRef, TurnStore};
 /// Rewards outside this range are refused: the verifiers produce [0, 1], learning events
 /// [−1, 1].
 pub const REWARD_RANGE: (f64, f64) = (-1.0, 1.0);
-
-/// What the gate did, for `run.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct GateCounts {
-    /// Trajectories read.
-    pub trajectories: usize,
-    /// Trajectories kept.
-    pub kept: usize,
-    /// Dropped: a turn violated a safety rule.
-    pub safety_violation: usize,
-    /// Dropped: response ids, logprobs and loss mask of a row disagree in length.
-    pub inconsistent_lengths: usize,
-    /// Dropped: the rows name a tokenizer that is not the model's.
-    pub tokenizer_mismatch: usize,
-    /// Dropped: a token id outside the model's vocabulary.
-    pub token_out_of_vocab: usize,
-    /// Dropped: a reward missing, non-finite or outside [−1, 1].
-    pub reward_out_of_range: usize,
-    /// Dropped: older than `grpo.max_staleness` policy versions.
-    pub stale: usize,
-    /// Dropped: no model turn to train on.
-    pub no_model_turn: usize,
-    /// Dropped: the model's chat template failed on a row's text.
-    pub chat_template_error: usize,
-    /// Kept, but the rows name no tokenizer (trained on, unverified).
-    pub unverified_tokenizer: usize,
-    /// Model turns with no token ids, tokenised from text (re-tokenised text drifts).
-    pub retokenized_turns: usize,
-    /// Model turns whose behaviour logprobs serve as π_old (off-policy importance weights).
-    pub off_policy_turns: usize,
-    /// Model turns trained with the on-policy surrogate (no usable behaviour logprobs).
-    pub on_policy_surrogate_turns: usize,
-    /// Rows dropped: they came after their trajectory's `turn_count` rows had been read.
-    pub late_turns: usize,
-}
 
 /// One model turn to train on.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,14 +143,14 @@ pub fn read_rollouts(
     dir: &Path,
     split: Split,
     tok: &Tok,
-    vocab: usize,
+    model: Limits,
     config: &TrainConfig,
 ) -> Result<(Rollouts, GateCounts)> {
     let path = dir.join(split.file());
     let mut gated = Gating {
         split,
         tok,
-        vocab,
+        model,
         config,
         names: config
             .tokenizers
@@ -241,11 +206,20 @@ pub fn read_rollouts(
     Ok((rollouts, counts))
 }
 
+/// What rows must fit: the model's vocabulary and the run's longest sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Token ids must be below it.
+    pub vocab: usize,
+    /// `max_seq_len`: longer sequences keep their start.
+    pub max_len: usize,
+}
+
 /// The gate's state while a split streams by.
 struct Gating<'a> {
     split: Split,
     tok: &'a Tok,
-    vocab: usize,
+    model: Limits,
     config: &'a TrainConfig,
     names: HashMap<&'a str, &'a str>,
     counts: GateCounts,
@@ -263,7 +237,7 @@ impl Gating<'_> {
             &rows,
             !unsafe_kept,
             self.tok,
-            self.vocab,
+            self.model,
             self.config,
             &self.names,
             &mut self.counts,
@@ -305,6 +279,7 @@ enum Drop {
     Stale,
     NoTurn,
     Template,
+    TooLong,
 }
 
 impl Drop {
@@ -318,6 +293,7 @@ impl Drop {
             Self::Stale => &mut c.stale,
             Self::NoTurn => &mut c.no_model_turn,
             Self::Template => &mut c.chat_template_error,
+            Self::TooLong => &mut c.too_long,
         }
     }
 }
@@ -330,7 +306,7 @@ fn gate(
     rows: &[TurnRow],
     drop_unsafe: bool,
     tok: &Tok,
-    vocab: usize,
+    model: Limits,
     config: &TrainConfig,
     names: &HashMap<&str, &str>,
     counts: &mut GateCounts,
@@ -364,7 +340,7 @@ fn gate(
     }
     let same_policy = verified && version.is_some() && version == current;
     let mut turns = Vec::new();
-    let mut retokenized = 0;
+    let (mut retokenized, mut truncated) = (0, 0);
     let mut history: Vec<(String, String)> = Vec::new();
     for row in rows {
         if row.role != "assistant" {
@@ -382,7 +358,11 @@ fn gate(
                 let ids: Vec<u32> = prompt
                     .iter()
                     .chain(response)
-                    .map(|&t| u32::try_from(t).ok().filter(|&t| (t as usize) < vocab))
+                    .map(|&t| {
+                        u32::try_from(t)
+                            .ok()
+                            .filter(|&t| (t as usize) < model.vocab)
+                    })
                     .collect::<Option<_>>()
                     .ok_or(Drop::Vocab)?;
                 let mask = row
@@ -420,6 +400,14 @@ fn gate(
             }
             _ => return Err(Drop::Lengths),
         };
+        let seq = match fit(seq, model.max_len) {
+            Fit::Whole(seq) => seq,
+            Fit::Cut(seq) => {
+                truncated += 1;
+                seq
+            }
+            Fit::TooLong => return Err(Drop::TooLong),
+        };
         history.push((row.role.clone(), row.content.clone()));
         turns.push(seq);
     }
@@ -428,10 +416,38 @@ fn gate(
     }
     counts.unverified_tokenizer += usize::from(!verified);
     counts.retokenized_turns += retokenized;
+    counts.truncated_turns += truncated;
     let off = turns.iter().filter(|t| t.behaviour.is_some()).count();
     counts.off_policy_turns += off;
     counts.on_policy_surrogate_turns += turns.len() - off;
     Ok(turns)
+}
+
+/// A turn cut to a length.
+enum Fit {
+    /// It fits.
+    Whole(TurnSeq),
+    /// Its response's end was dropped.
+    Cut(TurnSeq),
+    /// Its prompt alone is as long as the limit: nothing to train on would be left.
+    TooLong,
+}
+
+/// `seq` kept within `max_len` tokens, from its start (TRL's `keep_start`).
+fn fit(mut seq: TurnSeq, max_len: usize) -> Fit {
+    if seq.ids.len() <= max_len {
+        return Fit::Whole(seq);
+    }
+    if seq.start >= max_len {
+        return Fit::TooLong;
+    }
+    let keep = max_len - seq.start;
+    seq.ids.truncate(max_len);
+    seq.mask.truncate(keep);
+    if let Some(b) = &mut seq.behaviour {
+        b.truncate(keep);
+    }
+    Fit::Cut(seq)
 }
 
 /// One supervised example: prompt ids, completion ids, loss mask over the completion.
@@ -439,7 +455,7 @@ fn gate(
 pub struct SftExample {
     /// Prompt ids.
     pub prompt: Vec<u32>,
-    /// Completion ids.
+    /// Completion ids, ending with an end id (see [`Tok::ended`]) unless cut to `max_seq_len`.
     pub completion: Vec<u32>,
     /// Which completion tokens are trained on.
     pub mask: Vec<bool>,
@@ -457,14 +473,23 @@ fn messages(v: &Value) -> Option<Vec<(String, String)>> {
         .collect()
 }
 
-/// Reads SFT lines: `{"prompt": "...", "completion": "..."}` (raw text, as given) or the
-/// dataset job's chat form (`prompt` and `completion` as message lists, rendered).
+/// Reads SFT lines: `{"prompt": "...", "completion": "..."}` (text: as written, or with
+/// `chat_template` a user turn and the assistant's answer rendered by the chat template) or
+/// the dataset job's chat form (`prompt` and `completion` as message lists, rendered). Every
+/// completion ends with an end id: the chat template's turn end, or else the
+/// end-of-sequence token appended, so the warmed-up model learns to stop. Examples longer than
+/// `max_len` keep their start.
 ///
 /// # Errors
 /// A malformed line, named by its number.
-pub fn read_sft(path: &Path, tok: &Tok) -> Result<Vec<SftExample>> {
+pub fn read_sft(
+    path: &Path,
+    tok: &Tok,
+    chat_template: bool,
+    max_len: usize,
+) -> Result<(Vec<SftExample>, SftCounts)> {
     let text = std::fs::read_to_string(path).map_err(|e| TrainError::file(path, e))?;
-    let mut out = Vec::new();
+    let (mut out, mut counts) = (Vec::new(), SftCounts::default());
     for (n, line) in text
         .lines()
         .enumerate()
@@ -473,6 +498,12 @@ pub fn read_sft(path: &Path, tok: &Tok) -> Result<Vec<SftExample>> {
         let bad = |reason: &str| TrainError::file(path, format!("line {}: {reason}", n + 1));
         let v: Value = serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
         let (prompt, completion) = match (v.get("prompt"), v.get("completion")) {
+            (Some(Value::String(p)), Some(Value::String(c))) if chat_template => tok
+                .chat(
+                    &[("user".into(), p.clone())],
+                    &[("assistant".into(), c.clone())],
+                )
+                .map_err(|e| bad(&format!("chat template: {e}")))?,
             (Some(Value::String(p)), Some(Value::String(c))) => (p.clone(), c.clone()),
             (Some(p @ Value::Array(_)), Some(c @ Value::Array(_))) => {
                 let p = messages(p).ok_or_else(|| bad("prompt: messages need role and content"))?;
@@ -491,14 +522,34 @@ pub fn read_sft(path: &Path, tok: &Tok) -> Result<Vec<SftExample>> {
         if prompt.is_empty() || completion.is_empty() {
             return Err(bad("prompt and completion must not tokenise to nothing"));
         }
-        let mask = vec![true; completion.len()];
+        let completion = tok.ended(completion);
+        let n = completion.len();
+        let seq = TurnSeq {
+            start: prompt.len(),
+            ids: [prompt, completion].concat(),
+            mask: vec![true; n],
+            behaviour: None,
+        };
+        let seq = match fit(seq, max_len) {
+            Fit::Whole(seq) => seq,
+            Fit::Cut(seq) => {
+                counts.truncated += 1;
+                seq
+            }
+            Fit::TooLong => {
+                counts.too_long += 1;
+                continue;
+            }
+        };
+        let (prompt, completion) = seq.ids.split_at(seq.start);
         out.push(SftExample {
-            prompt,
-            completion,
-            mask,
+            prompt: prompt.to_vec(),
+            completion: completion.to_vec(),
+            mask: seq.mask,
         });
     }
-    Ok(out)
+    counts.examples = out.len();
+    Ok((out, counts))
 }
 
 /// One line of a prompts file for online GRPO.

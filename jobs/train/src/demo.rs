@@ -19,7 +19,9 @@ use candle_core::{DType, Device};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{Value, json};
+use serde_json::json;
+
+use agentrl_core::training::{DemoSummary, OnlineScores, RunOutcome, RunReport, SftCounts};
 
 use crate::advantage::Credit;
 use crate::config::TrainConfig;
@@ -336,12 +338,12 @@ impl DemoOptions {
     }
 }
 
-/// The demo's model: a Qwen2 of ~100k parameters.
-#[must_use]
-pub fn demo_model_config(vocab: usize) -> ModelConfig {
-    let mut c = ModelConfig::tiny_qwen2(vocab, 64, 2, 4, 2);
-    c.eos_token_id = Some(json!(0));
-    c
+/// The demo's model: a Qwen2 of ~100k parameters, its end-of-sequence token id 0.
+///
+/// # Errors
+/// A vocabulary of no tokens.
+pub fn demo_model_config(vocab: usize) -> std::result::Result<ModelConfig, String> {
+    ModelConfig::tiny_qwen2(vocab, 64, 2, 4, 2)?.with(&[("eos_token_id", json!(0))])
 }
 
 /// The demo's training config.
@@ -380,9 +382,9 @@ pub fn demo_config(o: &DemoOptions) -> TrainConfig {
 /// # Errors
 /// An alphabet with a repeated character, I/O.
 pub fn write_base_model(dir: &Path, alphabet: &str, seed: u64) -> Result<Tok> {
-    let tok = Tok::char_level(alphabet, "<|endoftext|>").map_err(TrainError::Data)?;
+    let tok = Tok::char_level(alphabet, &["<|endoftext|>"]).map_err(TrainError::Data)?;
     let model = Model::init(
-        demo_model_config(tok.vocab_size()),
+        demo_model_config(tok.vocab_size()).map_err(|e| TrainError::config("model", e))?,
         seed,
         DType::F32,
         &Device::Cpu,
@@ -392,11 +394,19 @@ pub fn write_base_model(dir: &Path, alphabet: &str, seed: u64) -> Result<Tok> {
     Ok(tok)
 }
 
+/// The name a value serialises as (`calc`, `turn`).
+fn wire_name(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
 /// Runs the demo and returns `run.json`.
 ///
 /// # Errors
 /// I/O, tensor failures.
-pub fn run(o: &DemoOptions) -> Result<Value> {
+pub fn run(o: &DemoOptions) -> Result<RunReport> {
     let base = o.out.join("base");
     let tok = write_base_model(&base, ALPHABET, o.seed)?;
     // Train what was written, through the same loader as `train run`.
@@ -423,14 +433,29 @@ pub fn run(o: &DemoOptions) -> Result<Value> {
     let steps_to_target = reached.map(|i| rows[i].step);
     let rollouts_to_target =
         reached.map(|i| rows[..i].iter().filter_map(|m| m.rollouts).sum::<usize>());
-    trainer.finish(json!({
-        "demo": {"task": o.task, "hops": o.hops, "credit": o.credit, "dynamic_sampling": o.dynamic_sampling, "seed": o.seed, "demonstrations": o.demonstrations},
-        "eval_success_untrained": before_sft,
-        "eval_success_before": before,
-        "eval_reward_before": before_reward,
-        "eval_success_after": after,
-        "eval_reward_after": after_reward,
-        "steps_to_0_9": steps_to_target,
-        "rollouts_to_0_9": rollouts_to_target,
-    }))
+    let outcome = RunOutcome::Demo {
+        scores: OnlineScores {
+            eval_prompts: demo.eval_len(),
+            eval_success_before: before,
+            eval_reward_before: before_reward,
+            eval_success_after: after,
+            eval_reward_after: after_reward,
+        },
+        demo: DemoSummary {
+            task: wire_name(o.task),
+            hops: o.hops,
+            credit: wire_name(o.credit),
+            dynamic_sampling: o.dynamic_sampling,
+            seed: o.seed,
+            demonstrations: o.demonstrations,
+            eval_success_untrained: before_sft,
+            steps_to_0_9: steps_to_target,
+            rollouts_to_0_9: rollouts_to_target,
+        },
+    };
+    let sft = SftCounts {
+        examples: examples.len(),
+        ..SftCounts::default()
+    };
+    trainer.finish(sft, outcome)
 }

@@ -13,27 +13,12 @@
 //! group has two, every trajectory counts with equal weight (`groups` is then 0: the numbers
 //! are the data's, not the policy's).
 
-use serde::Serialize;
+pub use agentrl_core::training::Evaluation;
 
 use crate::data::{DataRollout, Rollouts};
 use crate::error::Result;
 use crate::model::Model;
 use crate::step::{TrainSeq, response_logprobs};
-
-/// A policy's scores on one validation set (the promotion gate's `Evaluation`).
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct Evaluation {
-    /// SHA-256 of `validation.parquet` (from the manifest).
-    pub validation_set: String,
-    /// Expected episode reward of the policy's choice among each group's candidates.
-    pub reward: f64,
-    /// Expected rate of choosing a candidate with a safety violation.
-    pub safety_violation_rate: f64,
-    /// Trajectories scored.
-    pub trajectories: u64,
-    /// Groups with at least two candidates (0: the scores do not depend on the policy).
-    pub groups: u64,
-}
 
 /// Scores `model` on `rollouts` (the validation split), `budget` padded tokens per forward;
 /// turns are loaded from the store a few micro-batches at a time.

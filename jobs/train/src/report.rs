@@ -6,63 +6,11 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use agentrl_core::training::Metrics;
 use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, TrainError};
-
-/// One line of `metrics.jsonl`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Metrics {
-    /// Optimizer step within its phase (1-based).
-    pub step: u64,
-    /// `sft` or `grpo`.
-    pub phase: String,
-    /// The objective.
-    pub loss: f64,
-    /// Mean reward of the step's rollouts (0 in SFT).
-    pub reward_mean: f64,
-    /// Their standard deviation.
-    pub reward_std: f64,
-    /// Mean k3 KL to the reference (0 when off).
-    pub kl: f64,
-    /// Fraction of clipped tokens.
-    pub clip_fraction: f64,
-    /// Mean policy entropy at loss tokens.
-    pub entropy: f64,
-    /// Gradient norm before clipping.
-    pub grad_norm: f64,
-    /// Learning rate of the step.
-    pub lr: f64,
-    /// Loss tokens of the step.
-    pub tokens: usize,
-    /// Loss tokens per second of the step (sampling included).
-    pub tokens_per_s: f64,
-    /// Seconds since the run started.
-    pub elapsed_s: f64,
-    /// Success rate of the step's rollouts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub success: Option<f64>,
-    /// Episodes sampled for the step, dynamic sampling's extra draws included (online).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rollouts: Option<usize>,
-    /// Groups with signal under the configured credit / groups drawn (dynamic sampling).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub informative_fraction: Option<f64>,
-    /// Groups dropped for zero variance.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub zero_variance_groups: Option<usize>,
-    /// Mean truncated importance weight.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub importance_weight: Option<f64>,
-    /// Greedy success on held-out prompts (evaluation lines).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub eval_success: Option<f64>,
-    /// Mean reward on held-out prompts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub eval_reward: Option<f64>,
-}
 
 /// Appends to `metrics.jsonl`, flushed line by line.
 #[derive(Debug)]

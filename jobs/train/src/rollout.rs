@@ -3,9 +3,10 @@
 //!
 //! Every active episode of a batch advances one token per forward pass, which feeds each only
 //! the tokens it has not fed yet (a batched key/value cache, [`crate::model::kv_cache`]). A
-//! turn ends at an end-of-sequence id, a stop string or the per-turn token limit, and the
-//! environment then either appends an observation (tokens with loss mask 0) or ends the
-//! episode with a reward.
+//! turn ends at an end id (any of the model's, [`Tok::eos`]), a stop string (matched on the
+//! text with special tokens written out, so a stop string may name one) or the per-turn token
+//! limit, and the environment then either appends an observation (tokens with loss mask 0) or
+//! ends the episode with a reward.
 //! The recorded log-probability is the policy's at temperature 1 (what `train logprobs`
 //! prints), whatever temperature sampled the token.
 
@@ -59,6 +60,10 @@ pub struct Sampling {
     pub stop: Vec<String>,
     /// Most model turns per episode.
     pub max_turns: usize,
+    /// The prompt goes through the chat template as a user turn.
+    pub chat_template: bool,
+    /// Longest episode, prompt included (`max_seq_len`).
+    pub max_len: usize,
 }
 
 /// One finished episode.
@@ -103,11 +108,14 @@ pub fn run_episodes(
     sampling: &Sampling,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<Episode>> {
-    let limit = model.config.max_position_embeddings;
+    let limit = sampling.max_len;
     let mut live: Vec<Live> = envs
         .into_iter()
         .map(|env| {
-            let prompt = tok.encode(&env.prompt())?;
+            let text = tok
+                .prompt_text(&env.prompt(), sampling.chat_template)
+                .map_err(|e| crate::TrainError::Data(format!("chat template: {e}")))?;
+            let prompt = tok.encode(&text)?;
             Ok(Live {
                 env,
                 episode: Episode {
@@ -151,13 +159,29 @@ pub fn run_episodes(
             l.episode.logprobs.push(logprob);
             l.episode.turn.push(turn);
             let eos = tok.eos().contains(&token);
-            let text = tok.decode(&l.episode.response[l.turn_start..])?;
-            let stopped = eos || sampling.stop.iter().any(|s| text.ends_with(s.as_str()));
-            let turn_len = l.episode.response.len() - l.turn_start;
+            let turn_ids = &l.episode.response[l.turn_start..];
+            let stop = if sampling.stop.is_empty() || eos {
+                None
+            } else {
+                let raw = tok.decode_raw(turn_ids)?;
+                sampling
+                    .stop
+                    .iter()
+                    .find(|s| raw.contains(s.as_str()))
+                    .cloned()
+            };
+            let stopped = eos || stop.is_some();
+            let turn_len = turn_ids.len();
             let len = l.episode.prompt.len() + l.episode.response.len();
             let too_long = len >= limit;
             if !(stopped || turn_len >= sampling.max_new_tokens || too_long) {
                 continue;
+            }
+            // The turn's text ends with the stop string that ended it (a special token's is
+            // not in the text at all), as the environment strips it.
+            let mut text = tok.decode(turn_ids)?;
+            if let Some(at) = stop.and_then(|s| text.find(&s).map(|at| at + s.len())) {
+                text.truncate(at);
             }
             l.episode.truncated |= !stopped;
             match l.env.step(&text, eos) {

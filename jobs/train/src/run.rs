@@ -4,11 +4,12 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use agentrl_core::training::{OnlineScores, RunOutcome, RunReport, Validation};
 use candle_core::{DType, Device};
 use serde_json::{Value, json};
 
 use crate::config::TrainConfig;
-use crate::data::{Split, check_manifest, read_prompts, read_rollouts, read_sft};
+use crate::data::{Limits, Split, check_manifest, read_prompts, read_rollouts, read_sft};
 use crate::error::{Result, TrainError};
 use crate::evaluate::{Evaluation, evaluate};
 use crate::model::Model;
@@ -74,28 +75,29 @@ pub struct RunOptions {
     pub mirror: Option<crate::remote::Prefix>,
 }
 
-/// Outcome of a run: `run.json` when it finished, `None` when it stopped early to resume.
-pub type RunOutcome = Option<Value>;
-
 /// `train run --dataset DIR`: SFT on `sft.jsonl`, then offline GRPO on `train.parquet`.
 ///
 /// # Errors
 /// Bad inputs, each naming its file or field.
-pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
+/// Returns `run.json` when the run finished, `None` when it stopped early to resume.
+pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<Option<RunReport>> {
     let hashes = check_manifest(dataset)?;
     let (model, tok) = load_model(&o.model)?;
-    let vocab = model.config.vocab_size;
-    let (rollouts, gate) = read_rollouts(dataset, Split::Train, &tok, vocab, &o.config)?;
-    let (validation, _) = read_rollouts(dataset, Split::Validation, &tok, vocab, &o.config)?;
+    let limits = Limits {
+        vocab: model.config.vocab_size,
+        max_len: o.config.seq_limit(model.config.max_position_embeddings),
+    };
+    let (rollouts, gate) = read_rollouts(dataset, Split::Train, &tok, limits, &o.config)?;
+    let (validation, _) = read_rollouts(dataset, Split::Validation, &tok, limits, &o.config)?;
     let validation_set = hashes.validation;
     let budget = o.config.micro_batch_tokens;
     let base_model_sha256 = hash_model_dir(&o.model)?;
     let before = base_scores(o, &model, &validation, &validation_set, &base_model_sha256)?;
     let sft_path = dataset.join("sft.jsonl");
-    let sft = if o.config.sft.epochs > 0 && sft_path.exists() {
-        read_sft(&sft_path, &tok)?
+    let (sft, sft_counts) = if o.config.sft.epochs > 0 && sft_path.exists() {
+        read_sft(&sft_path, &tok, o.config.grpo.chat_template, limits.max_len)?
     } else {
-        Vec::new()
+        Default::default()
     };
     let identity = Identity {
         base_model_sha256,
@@ -113,12 +115,11 @@ pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<RunOutcome> {
     }
     trainer.checkpoint()?;
     let after = evaluate(&trainer.model, &validation, &validation_set, budget)?;
-    Ok(Some(trainer.finish(json!({
-        "gate": gate,
-        "sft_examples": sft.len(),
-        "mode": "dataset",
-        "validation": {"before": before, "after": after},
-    }))?))
+    let outcome = RunOutcome::Dataset {
+        gate,
+        validation: Validation { before, after },
+    };
+    Ok(Some(trainer.finish(sft_counts, outcome)?))
 }
 
 /// The base model's validation scores: computed on the base weights before a checkpoint can
@@ -159,11 +160,17 @@ fn base_scores(
 ///
 /// # Errors
 /// Bad inputs, each naming its file or field.
-pub fn run_prompts(o: &RunOptions, prompts: &Path, sft: Option<&Path>) -> Result<RunOutcome> {
+/// Returns `run.json` when the run finished, `None` when it stopped early to resume.
+pub fn run_prompts(
+    o: &RunOptions,
+    prompts: &Path,
+    sft: Option<&Path>,
+) -> Result<Option<RunReport>> {
     let (model, tok) = load_model(&o.model)?;
     let lines = read_prompts(prompts)?;
-    let examples = sft
-        .map(|p| read_sft(p, &tok))
+    let max_len = o.config.seq_limit(model.config.max_position_embeddings);
+    let (examples, sft_counts) = sft
+        .map(|p| read_sft(p, &tok, o.config.grpo.chat_template, max_len))
         .transpose()?
         .unwrap_or_default();
     let mut files = vec![prompts];
@@ -185,20 +192,22 @@ pub fn run_prompts(o: &RunOptions, prompts: &Path, sft: Option<&Path>) -> Result
         return Ok(None);
     }
     let steps = o.steps.unwrap_or(o.config.grpo.steps);
-    let (before, _) = trainer.evaluate(&task)?;
+    let (before, reward_before) = trainer.evaluate(&task)?;
     if steps > 0 && trainer.grpo_online(&task, steps, None)? == Ended::Interrupted {
         return Ok(None);
     }
-    let (after, reward) = trainer.evaluate(&task)?;
+    let (after, reward_after) = trainer.evaluate(&task)?;
     trainer.checkpoint()?;
-    Ok(Some(trainer.finish(json!({
-        "mode": "prompts",
-        "sft_examples": examples.len(),
-        "eval_prompts": task.eval_len(),
-        "eval_success_before": before,
-        "eval_success_after": after,
-        "eval_reward_after": reward,
-    }))?))
+    let scores = OnlineScores {
+        eval_prompts: task.eval_len(),
+        eval_success_before: before,
+        eval_reward_before: reward_before,
+        eval_success_after: after,
+        eval_reward_after: reward_after,
+    };
+    Ok(Some(
+        trainer.finish(sft_counts, RunOutcome::Prompts(scores))?,
+    ))
 }
 
 /// `train logprobs`: one `{"logprobs": [...]}` line per input line

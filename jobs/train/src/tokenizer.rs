@@ -1,9 +1,14 @@
 //! The tokenizer: `tokenizer.json` through the `tokenizers` crate, identified by the sha256 of
-//! its bytes (what rows name in their `tokenizer` column), plus the end-of-sequence ids and a
-//! chat rendering for rows that carry text but no token ids: the model's Jinja `chat_template`
-//! from `tokenizer_config.json` when it has one (rendered as `transformers` does:
-//! `trim_blocks`, `lstrip_blocks`, Python string methods, `raise_exception`), ChatML or plain
-//! `role: content` lines otherwise.
+//! its bytes (what rows name in their `tokenizer` column), plus the ids that end a completion
+//! and a chat rendering for rows that carry text but no token ids: the model's Jinja
+//! `chat_template` from `tokenizer_config.json` when it has one (rendered as `transformers`
+//! does: `trim_blocks`, `lstrip_blocks`, Python string methods, `raise_exception`), ChatML or
+//! plain `role: content` lines otherwise.
+//!
+//! A completion ends at any id a model's files name as an end: `config.json`'s and
+//! `generation_config.json`'s `eos_token_id` (one id or a list), `tokenizer_config.json`'s
+//! `eos_token`, and the special token that closes an assistant turn in the chat template
+//! (`<|im_end|>`, `<|eot_id|>`): an Instruct model ends its turns with that one.
 
 use std::path::Path;
 
@@ -19,7 +24,10 @@ pub struct Tok {
     json: Vec<u8>,
     /// sha256 of `tokenizer.json`.
     pub sha256: String,
+    /// Every id that ends a completion.
     eos: Vec<u32>,
+    /// The id appended to a completion that names no end (TRL appends `eos_token`).
+    eos_token: Option<u32>,
     chatml: bool,
     template: Option<ChatTemplate>,
 }
@@ -36,8 +44,9 @@ struct ChatTemplate {
 pub type Message = (String, String);
 
 impl Tok {
-    /// Loads `<dir>/tokenizer.json`; end-of-sequence ids come from `eos` (the model config's)
-    /// and otherwise from `tokenizer_config.json`'s `eos_token`.
+    /// Loads `<dir>/tokenizer.json` with the end ids of the model's files (`eos`: the model
+    /// config's; `generation_config.json`, `tokenizer_config.json` and the chat template are
+    /// read here).
     ///
     /// # Errors
     /// A missing or malformed file.
@@ -57,28 +66,60 @@ impl Tok {
             Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).map(String::from),
             _ => None,
         };
-        if !eos.is_empty() {
-            tok.eos = eos.to_vec();
-        } else if let Some(id) = token("eos_token").and_then(|t| tok.inner.token_to_id(&t)) {
-            tok.eos = vec![id];
-        }
-        if let Some(source) = chat_template(&config) {
+        let named_eos = token("eos_token").and_then(|t| tok.inner.token_to_id(&t));
+        let generation_path = dir.join("generation_config.json");
+        let generation = match std::fs::read_to_string(&generation_path) {
+            Ok(text) => serde_json::from_str::<Value>(&text)
+                .map_err(|e| TrainError::file(&generation_path, e))?,
+            Err(_) => Value::Null,
+        };
+        let mut ends: Vec<u32> = eos.to_vec();
+        ends.extend(crate::model::config::token_ids(
+            generation.get("eos_token_id"),
+        ));
+        ends.extend(named_eos);
+        // transformers ≥ 4.43 saves the template as `chat_template.jinja`, which wins over the
+        // config's entry.
+        let jinja_path = dir.join("chat_template.jinja");
+        let (source, template_path) = match std::fs::read_to_string(&jinja_path) {
+            Ok(source) => (Some(source), jinja_path),
+            Err(_) => (chat_template(&config), config_path.clone()),
+        };
+        if let Some(source) = source {
             let compiled = ChatTemplate::compile(
                 source,
                 token("bos_token").unwrap_or_default(),
                 token("eos_token").unwrap_or_default(),
             )
-            .map_err(|e| TrainError::file(&config_path, format!("chat_template: {e}")))?;
+            .map_err(|e| TrainError::file(&template_path, format!("chat_template: {e}")))?;
             tok.template = Some(compiled);
+        }
+        if tok.template.is_some() || tok.chatml {
             // A template that cannot render a plain conversation is the model's fault: say so
             // now, naming the file, rather than dropping every row later.
-            tok.chat(
-                &[("user".into(), "hi".into())],
-                &[("assistant".into(), "hello".into())],
-            )
-            .map_err(|e| TrainError::file(&config_path, format!("chat_template: {e}")))?;
+            let (_, turn) = tok
+                .chat(
+                    &[("user".into(), "hi".into())],
+                    &[("assistant".into(), "hello".into())],
+                )
+                .map_err(|e| TrainError::file(&template_path, format!("chat_template: {e}")))?;
+            ends.extend(tok.first_special(&tok.encode(&turn)?));
         }
+        if !ends.is_empty() {
+            let mut seen = std::collections::HashSet::new();
+            ends.retain(|id| seen.insert(*id));
+            tok.eos = ends;
+        }
+        tok.eos_token = named_eos.or_else(|| tok.eos.first().copied());
         Ok(tok)
+    }
+
+    /// The first special (added, `special: true`) token of `ids`.
+    fn first_special(&self, ids: &[u32]) -> Option<u32> {
+        let special = self.inner.get_added_tokens_decoder();
+        ids.iter()
+            .copied()
+            .find(|id| special.get(id).is_some_and(|t| t.special))
     }
 
     /// A tokenizer from the bytes of a `tokenizer.json`.
@@ -87,7 +128,7 @@ impl Tok {
     /// Malformed JSON or an unknown model.
     pub fn from_bytes(bytes: Vec<u8>) -> std::result::Result<Self, String> {
         let inner = tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        let eos = ["<|endoftext|>", "</s>", "<|im_end|>", "<eos>"]
+        let eos: Vec<u32> = ["<|endoftext|>", "</s>", "<|im_end|>", "<eos>"]
             .iter()
             .find_map(|t| inner.token_to_id(t))
             .into_iter()
@@ -97,31 +138,40 @@ impl Tok {
             sha256: hex::encode(Sha256::digest(&bytes)),
             inner,
             json: bytes,
+            eos_token: eos.first().copied(),
             eos,
             chatml,
             template: None,
         })
     }
 
-    /// A character-level tokenizer over `alphabet` with `eos` as its one special token (id 0):
-    /// the demo and the tests build their models' tokenizers with it.
+    /// A character-level tokenizer over `alphabet` with the special tokens `specials` first
+    /// (ids 0, 1, …; the first is the end-of-sequence token): the demo and the tests build
+    /// their models' tokenizers with it.
     ///
     /// # Errors
-    /// A repeated character.
-    pub fn char_level(alphabet: &str, eos: &str) -> std::result::Result<Self, String> {
+    /// A repeated character or special token.
+    pub fn char_level(alphabet: &str, specials: &[&str]) -> std::result::Result<Self, String> {
         let mut vocab = serde_json::Map::new();
-        vocab.insert(eos.to_owned(), json!(0));
-        for (i, c) in alphabet.chars().enumerate() {
-            if vocab.insert(c.to_string(), json!(i + 1)).is_some() {
-                return Err(format!("character {c:?} appears twice"));
+        let mut added = Vec::new();
+        let tokens = specials
+            .iter()
+            .map(|s| ((*s).to_owned(), true))
+            .chain(alphabet.chars().map(|c| (c.to_string(), false)));
+        for (i, (token, special)) in tokens.enumerate() {
+            if vocab.insert(token.clone(), json!(i)).is_some() {
+                return Err(format!("{token:?} appears twice"));
+            }
+            if special {
+                added.push(json!({"id": i, "content": token, "single_word": false,
+                    "lstrip": false, "rstrip": false, "normalized": false, "special": true}));
             }
         }
         let spec = json!({
             "version": "1.0",
             "truncation": null,
             "padding": null,
-            "added_tokens": [{"id": 0, "content": eos, "single_word": false, "lstrip": false,
-                               "rstrip": false, "normalized": false, "special": true}],
+            "added_tokens": added,
             "normalizer": null,
             "pre_tokenizer": null,
             "post_processor": null,
@@ -140,10 +190,21 @@ impl Tok {
         &self.json
     }
 
-    /// Ids that end a sequence.
+    /// Ids that end a completion.
     #[must_use]
     pub fn eos(&self) -> &[u32] {
         &self.eos
+    }
+
+    /// `ids`, ending with an end id: unchanged when one of them is an end id already (a turn
+    /// the chat template closed), else with the end-of-sequence token appended, as TRL's
+    /// trainers append `eos_token` to a completion.
+    #[must_use]
+    pub fn ended(&self, mut ids: Vec<u32>) -> Vec<u32> {
+        if !ids.iter().any(|id| self.eos.contains(id)) {
+            ids.extend(self.eos_token);
+        }
+        ids
     }
 
     /// Tokens in the vocabulary, added tokens included.
@@ -172,6 +233,34 @@ impl Tok {
         self.inner
             .decode(ids, true)
             .map_err(|e| TrainError::Data(format!("tokenizer: {e}")))
+    }
+
+    /// Text of `ids` with special tokens written out (`<|im_end|>`): what stop strings are
+    /// matched against.
+    ///
+    /// # Errors
+    /// Ids outside the vocabulary.
+    pub fn decode_raw(&self, ids: &[u32]) -> Result<String> {
+        self.inner
+            .decode(ids, false)
+            .map_err(|e| TrainError::Data(format!("tokenizer: {e}")))
+    }
+
+    /// The prompt text of `prompt` as the model sees it: rendered by the chat template as a
+    /// user turn with the assistant's turn opened (`chat`), or as written.
+    ///
+    /// # Errors
+    /// The template fails on it.
+    pub fn prompt_text(&self, prompt: &str, chat: bool) -> std::result::Result<String, String> {
+        if chat {
+            let user = [("user".to_owned(), prompt.to_owned())];
+            match &self.template {
+                Some(template) => template.render(&user, true),
+                None => Ok(self.render(&user, true)),
+            }
+        } else {
+            Ok(prompt.to_owned())
+        }
     }
 
     /// The text of a conversation's `prompt` (ending where the model starts to answer) and of
@@ -306,7 +395,7 @@ mod tests {
 
     #[test]
     fn char_level_round_trips() {
-        let tok = Tok::char_level("0123456789+=:\nACQR", "<eos>").unwrap();
+        let tok = Tok::char_level("0123456789+=:\nACQR", &["<eos>"]).unwrap();
         let ids = tok.encode("Q:12+3\n").unwrap();
         assert_eq!(ids.len(), 7);
         assert_eq!(tok.decode(&ids).unwrap(), "Q:12+3\n");

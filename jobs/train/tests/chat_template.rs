@@ -52,7 +52,7 @@ const PLAIN: &str = "  {% for m in messages %}
   {% if add_generation_prompt %}  [ASSISTANT] {% endif %}";
 
 fn model_dir(dir: &Path, config: &Value) {
-    let tok = Tok::char_level("abcdefghijklmnopqrstuvwxyz0123456789 +=?", "<eos>").unwrap();
+    let tok = Tok::char_level("abcdefghijklmnopqrstuvwxyz0123456789 +=?", &["<eos>"]).unwrap();
     std::fs::write(dir.join("tokenizer.json"), tok.json()).unwrap();
     std::fs::write(
         dir.join("tokenizer_config.json"),

@@ -64,21 +64,73 @@ fn tiny(dtype: DType) -> Model {
 fn every_trainable_tensor_receives_a_gradient() {
     let mut model = tiny(DType::F32);
     model.make_trainable(None, 0).unwrap();
-    let grads = nll(&model, &seqs()).backward().unwrap();
+    assert_eq!(model.vars().len(), 2 + 1 + 2 * (2 + 3 * 2 + 1 + 3));
+    for (name, g) in gradients(&model) {
+        assert!(norm(&g) > 0.0, "{name}: zero gradient");
+    }
+}
+
+/// The gradient of every variable of `model` on the test batch, by name.
+fn gradients(model: &Model) -> Vec<(String, Tensor)> {
+    let grads = nll(model, &seqs()).backward().unwrap();
     let mut acc = Accumulator::new(model.vars().len());
     acc.add(model.vars(), &grads).unwrap();
-    assert_eq!(model.vars().len(), 2 + 1 + 2 * (2 + 3 * 2 + 1 + 3));
-    for (i, (name, _)) in model.vars().iter().enumerate() {
-        let g = acc.get(i).unwrap_or_else(|| panic!("{name}: no gradient"));
-        let norm = g
-            .sqr()
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
-        assert!(norm > 0.0, "{name}: zero gradient");
+    model
+        .vars()
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            let g = acc.get(i).unwrap_or_else(|| panic!("{name}: no gradient"));
+            (name.clone(), g.clone())
+        })
+        .collect()
+}
+
+fn norm(t: &Tensor) -> f32 {
+    t.sqr()
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}
+
+#[test]
+fn qwen3_head_norms_train_through_sliding_windows_and_the_pad_row_gets_no_gradient() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::hf_config("qwen2", common::tok().vocab_size(), false);
+    for (key, value) in [
+        ("model_type", serde_json::json!("qwen3")),
+        ("architectures", serde_json::json!(["Qwen3ForCausalLM"])),
+        ("head_dim", serde_json::json!(8)),
+        ("use_sliding_window", serde_json::json!(true)),
+        ("sliding_window", serde_json::json!(3)),
+        ("max_window_layers", serde_json::json!(1)),
+        ("pad_token_id", serde_json::json!(4)),
+    ] {
+        config[key] = value;
     }
+    common::write_weights(dir.path(), &config, 5);
+    let mut model = Model::load(dir.path(), DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(model.config.windows, [None, Some(3)]);
+    model.make_trainable(None, 0).unwrap();
+    let grads = gradients(&model);
+    assert!(
+        grads
+            .iter()
+            .any(|(n, _)| n.ends_with("self_attn.q_norm.weight"))
+    );
+    for (name, g) in &grads {
+        assert!(norm(g) > 0.0, "{name}: zero gradient");
+    }
+    // Token 4 is an input of the second sequence, like token 8: only 4's row is the pad's.
+    let (_, embed) = grads
+        .iter()
+        .find(|(n, _)| n == "model.embed_tokens.weight")
+        .unwrap();
+    let row = |i: usize| norm(&embed.get(i).unwrap());
+    assert_eq!(row(4), 0.0);
+    assert!(row(8) > 0.0);
 }
 
 fn element(var: &Var, i: usize) -> f64 {
@@ -237,6 +289,7 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
 
 #[test]
 fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
+    use agentrl_train::model::rope::{Rope, RopeScaling};
     use agentrl_train::model::{fused, ops};
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
@@ -327,26 +380,33 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
     );
 
     // Grouped-query attention: 3 query heads over 1 key/value head would not divide evenly,
-    // so 4 over 2; two sequences of 5 positions.
-    let shape = fused::AttentionShape {
-        batch: 2,
-        len: 5,
-        heads: 4,
-        kv_heads: 2,
-        head_dim: 6,
+    // so 4 over 2; two sequences of 5 positions; full causal and a sliding window of 2.
+    let rope = Rope {
+        theta: 10_000.0,
+        scaling: RopeScaling::Default,
     };
-    let qkv = random(&[10, 48]);
-    let (cos, sin) = ops::rope_tables(5, 6, 10_000.0, DType::F64, &Device::Cpu).unwrap();
-    let mix = random(&[10, 24]);
-    let l = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();
-    let f = fused::attention(&qkv, shape, &cos, &sin).unwrap();
-    let c = ops::attention(&qkv, shape, &cos, &sin).unwrap();
-    close(&f, &c, "attention");
-    close(
-        l(f).backward().unwrap().get(&qkv).unwrap(),
-        l(c).backward().unwrap().get(&qkv).unwrap(),
-        "attention dqkv",
-    );
+    let (cos, sin) = rope.tables(0..5, 6, DType::F64, &Device::Cpu).unwrap();
+    for window in [None, Some(2)] {
+        let shape = fused::AttentionShape {
+            batch: 2,
+            len: 5,
+            heads: 4,
+            kv_heads: 2,
+            head_dim: 6,
+            window,
+        };
+        let qkv = random(&[10, 48]);
+        let mix = random(&[10, 24]);
+        let l = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();
+        let f = fused::attention(&qkv, shape, &cos, &sin).unwrap();
+        let c = ops::attention(&qkv, shape, &cos, &sin).unwrap();
+        close(&f, &c, &format!("attention, window {window:?}"));
+        close(
+            l(f).backward().unwrap().get(&qkv).unwrap(),
+            l(c).backward().unwrap().get(&qkv).unwrap(),
+            &format!("attention dqkv, window {window:?}"),
+        );
+    }
 
     let (x, mix) = (random(&[7, 12]), random(&[7, 6]));
     let l = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();

@@ -1,6 +1,9 @@
 //! Interop: logprobs of models in the Hugging Face layout equal an independent numpy forward
-//! of transformers' Qwen2/Llama (fp32, max abs error ≤ 1e-4), sharded checkpoints load, and
-//! broken model directories fail naming the file.
+//! of transformers' Qwen2, Qwen3 and Llama (fp32, max abs error ≤ 1e-4) for configs written by
+//! transformers 5's own config classes — every RoPE type the loader implements, sliding
+//! windows, Qwen3's q/k norms — and in transformers 4's spelling; a checkpoint's config gives
+//! transformers the RoPE it was trained with; sharded checkpoints load; broken model
+//! directories fail naming the file.
 
 mod common;
 
@@ -8,7 +11,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use agentrl_train::model::Model;
 use agentrl_train::run::logprobs;
+use candle_core::{DType, Device};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
@@ -50,7 +55,7 @@ fn parse(text: &str) -> Vec<Vec<f64>> {
 
 fn reference(model: &Path, input: &Path) -> Vec<Vec<f64>> {
     let out = Command::new(agentrl_testkit::venv_python())
-        .arg(common::script("qwen2_numpy.py"))
+        .arg(common::script("decoder_numpy.py"))
         .arg(model)
         .arg(input)
         .output()
@@ -88,6 +93,95 @@ fn logprobs_match_the_numpy_reference_of_the_hf_forward() {
         let spread = a.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
         assert!(spread > 0.5, "{arch}: logprobs are all near zero");
     }
+}
+
+/// The variants `hf_configs.py` writes with transformers 5, at our tokenizer's vocabulary.
+fn transformers_5_configs(dir: &Path) -> Vec<(String, Value)> {
+    let vocab = common::tok().vocab_size();
+    let out = Command::new(agentrl_testkit::hf_python())
+        .arg(common::script("hf_configs.py"))
+        .args(["write", dir.to_str().unwrap(), &vocab.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|name| {
+            let path = dir.join(name).join("config.json");
+            let config = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            (name.to_owned(), config)
+        })
+        .collect()
+}
+
+#[test]
+fn every_family_and_rope_type_transformers_5_writes_matches_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut configs = transformers_5_configs(&dir.path().join("configs"));
+    assert!(configs.len() >= 7, "{configs:?}");
+    // transformers 4's spelling of Llama 3.1's RoPE: θ at the top, `rope_scaling` with `type`.
+    let mut v4 = common::hf_config("llama", common::tok().vocab_size(), false);
+    v4["rope_theta"] = json!(500_000.0);
+    v4["rope_scaling"] = json!({"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 16});
+    configs.push(("llama3-transformers-4".into(), v4));
+    for (i, (name, config)) in configs.iter().enumerate() {
+        let model = dir.path().join("models").join(name);
+        common::write_weights(&model, config, 20 + i as u64);
+        let input = inputs(dir.path(), common::tok().vocab_size() as u32);
+        let (a, b) = (ours(&model, &input), reference(&model, &input));
+        let err = max_error(&a, &b);
+        assert!(err <= 1e-4, "{name}: max abs error {err}");
+        let spread = a.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(spread > 0.5, "{name}: logprobs are all near zero");
+    }
+}
+
+#[test]
+fn a_checkpoint_gives_transformers_the_rope_it_was_trained_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let configs = transformers_5_configs(&dir.path().join("configs"));
+    let (_, config) = configs.iter().find(|(n, _)| n == "qwen2-yarn").unwrap();
+    let base = dir.path().join("base");
+    common::write_weights(&base, config, 4);
+    let mut model = Model::load(&base, DType::F32, &Device::Cpu).unwrap();
+    model.make_trainable(None, 0).unwrap();
+    let saved = dir.path().join("saved");
+    model.save_hf(&saved).unwrap();
+    std::fs::copy(base.join("tokenizer.json"), saved.join("tokenizer.json")).unwrap();
+    let rope = |model: &Path| -> Value {
+        let out = Command::new(agentrl_testkit::hf_python())
+            .arg(common::script("hf_configs.py"))
+            .args(["read", model.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (before, after) = (rope(&base), rope(&saved));
+    assert_eq!(before, after);
+    assert_eq!(
+        (after["rope_type"].as_str(), after["factor"].as_f64()),
+        (Some("yarn"), Some(4.0))
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(saved.join("config.json")).unwrap()).unwrap();
+    assert!(
+        written.get("rope_theta").is_none(),
+        "no second θ beside rope_parameters: {written}"
+    );
+    assert_eq!(written["dtype"], "float32");
+    let input = inputs(dir.path(), common::tok().vocab_size() as u32);
+    assert_eq!(ours(&base, &input), ours(&saved, &input));
 }
 
 #[test]

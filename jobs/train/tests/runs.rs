@@ -6,8 +6,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use agentrl_core::training::RunReport;
 use agentrl_train::config::TrainConfig;
-use agentrl_train::data::{Split, TurnSeq, read_rollouts};
+use agentrl_train::data::{Limits, Split, TurnSeq, read_rollouts, read_sft};
 use agentrl_train::model::Model;
 use agentrl_train::run::{RunOptions, run_dataset, run_prompts};
 use agentrl_turns::{TurnRow, TurnWriter, WriterOptions};
@@ -51,6 +52,11 @@ fn options(model: &Path, out: &Path, config: TrainConfig, steps: u64) -> RunOpti
     }
 }
 
+/// A finished run's report as its `run.json` text says it.
+fn report(run: agentrl_train::error::Result<Option<RunReport>>) -> Value {
+    serde_json::to_value(run.unwrap().expect("the run finished")).unwrap()
+}
+
 fn tensors(path: &Path) -> std::collections::HashMap<String, Vec<f32>> {
     candle_core::safetensors::load(path, &Device::Cpu)
         .unwrap()
@@ -66,12 +72,15 @@ fn an_online_run_writes_a_loadable_checkpoint_metrics_report_and_plots() {
     common::write_model(&model, "qwen2", true, 2);
     let (p, s) = prompts(dir.path());
     let out = dir.path().join("out");
-    let run = run_prompts(&options(&model, &out, small_config(), 3), &p, Some(&s))
-        .unwrap()
-        .unwrap();
+    let run = report(run_prompts(
+        &options(&model, &out, small_config(), 3),
+        &p,
+        Some(&s),
+    ));
     assert_eq!(run["grpo_steps"], 3);
     assert_eq!(run["sft_steps"], 3, "12 examples in batches of 4");
-    assert_eq!(run["sft_examples"], 12);
+    assert_eq!(run["sft"]["examples"], 12);
+    assert_eq!(run["mode"], "prompts");
     for key in [
         "base_model_sha256",
         "dataset_content_hash",
@@ -190,7 +199,7 @@ fn a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one() {
         "an interrupted run must not look finished"
     );
     o.stop_after = None;
-    let run = run_prompts(&o, &p, Some(&s)).unwrap().unwrap();
+    let run = report(run_prompts(&o, &p, Some(&s)));
     assert_eq!(run["grpo_steps"], 4);
 
     let (a, b) = (
@@ -229,9 +238,7 @@ fn lora_runs_write_peft_adapters_and_merged_weights() {
         target_modules: vec!["q_proj".into(), "v_proj".into()],
     });
     config.merge_lora = true;
-    let run = run_prompts(&options(&model, &out, config, 2), &p, None)
-        .unwrap()
-        .unwrap();
+    let run = report(run_prompts(&options(&model, &out, config, 2), &p, None));
     assert_eq!(run["model"]["lora"], true);
     assert!(
         out.join("adapter_config.json").exists() && out.join("adapter_model.safetensors").exists()
@@ -286,6 +293,71 @@ fn write_dataset(dir: &Path, rows: &[TurnRow]) {
 }
 
 #[test]
+fn rows_longer_than_max_seq_len_keep_their_start_and_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = common::tok();
+    let mut long = [
+        row("long", "g", 0, 1.0, &tok.sha256),
+        row("long", "g", 1, 1.0, &tok.sha256),
+    ];
+    long[1].prompt_token_ids = Some(vec![3; 10]);
+    long[1].response_token_ids = Some(vec![5; 6]);
+    long[1].loss_mask = Some(vec![1; 6]);
+    long[1].behavior_logprobs = Some(vec![-1.0; 6]);
+    let mut huge = [
+        row("huge", "g", 0, 0.0, &tok.sha256),
+        row("huge", "g", 1, 0.0, &tok.sha256),
+    ];
+    huge[1].prompt_token_ids = Some(vec![3; 12]);
+    let rows = [
+        row("short", "g", 0, 0.5, &tok.sha256),
+        row("short", "g", 1, 0.5, &tok.sha256),
+        long[0].clone(),
+        long[1].clone(),
+        huge[0].clone(),
+        huge[1].clone(),
+    ];
+    let data = dir.path().join("dataset");
+    write_dataset(&data, &rows);
+    let mut config = small_config();
+    config.grpo.policy_version = Some(3);
+    let limits = Limits {
+        vocab: 32,
+        max_len: 12,
+    };
+    let (read, counts) = read_rollouts(&data, Split::Train, &tok, limits, &config).unwrap();
+    assert_eq!(
+        (counts.kept, counts.truncated_turns, counts.too_long),
+        (2, 1, 1)
+    );
+    let cut = &read.turns(1).unwrap()[0];
+    assert_eq!((cut.ids.len(), cut.start, cut.mask.len()), (12, 10, 2));
+    assert_eq!(cut.behaviour.as_deref(), Some(&[-1.0f32, -1.0][..]));
+
+    // SFT rows likewise; a completion that fits ends with the end-of-sequence token.
+    let sft = dir.path().join("sft.jsonl");
+    std::fs::write(
+        &sft,
+        [
+            ("Q:1+1\n", "2"),
+            ("Q:12+12\n", "2424242424"),
+            ("Q:1234567890+1\n", "1"),
+        ]
+        .map(|(p, c)| json!({"prompt": p, "completion": c}).to_string())
+        .join("\n"),
+    )
+    .unwrap();
+    let (examples, counts) = read_sft(&sft, &tok, false, 12).unwrap();
+    assert_eq!(
+        (counts.examples, counts.truncated, counts.too_long),
+        (2, 1, 1)
+    );
+    assert_eq!(examples[0].completion, tok.ended(tok.encode("2").unwrap()));
+    assert_eq!(examples[0].completion.last(), Some(&tok.eos()[0]));
+    assert_eq!(examples[1].prompt.len() + examples[1].completion.len(), 12);
+}
+
+#[test]
 fn the_dataset_reader_streams_interleaved_trajectories_and_counts_late_rows() {
     let dir = tempfile::tempdir().unwrap();
     let sha = common::tok().sha256;
@@ -313,7 +385,12 @@ fn the_dataset_reader_streams_interleaved_trajectories_and_counts_late_rows() {
     write_dataset(&data, &rows);
     let mut config = small_config();
     config.grpo.policy_version = Some(3);
-    let (read, counts) = read_rollouts(&data, Split::Train, &common::tok(), 32, &config).unwrap();
+    let limits = Limits {
+        vocab: 32,
+        max_len: 128,
+    };
+    let (read, counts) =
+        read_rollouts(&data, Split::Train, &common::tok(), limits, &config).unwrap();
     assert_eq!(
         (counts.trajectories, counts.kept, counts.late_turns),
         (4, 4, 1)
@@ -366,9 +443,8 @@ fn a_dataset_run_trains_through_the_gate_and_counts_what_it_dropped() {
     config.grpo.policy_version = Some(3);
     config.grpo.max_staleness = Some(1);
     let out = dir.path().join("out");
-    let run = run_dataset(&options(&model, &out, config, 2), &data)
-        .unwrap()
-        .unwrap();
+    let run = report(run_dataset(&options(&model, &out, config, 2), &data));
+    assert_eq!(run["mode"], "dataset");
     let gate = &run["gate"];
     assert_eq!(gate["trajectories"], 12);
     assert_eq!(gate["kept"], 6);

@@ -17,7 +17,12 @@ pub use apigw::{fixture, invoke, invoke_json, with_body};
 /// `$AGENTRL_VENV/bin/python`, else `${XDG_CACHE_HOME:-~/.cache}/agentrl/venv/bin/python`.
 /// It may not exist yet; [`venv_python`] insists.
 pub fn venv_python_path() -> PathBuf {
-    let venv = std::env::var_os("AGENTRL_VENV")
+    interpreter("AGENTRL_VENV", "venv")
+}
+
+/// `$<variable>/bin/python`, else `${XDG_CACHE_HOME:-~/.cache}/agentrl/<name>/bin/python`.
+fn interpreter(variable: &str, name: &str) -> PathBuf {
+    let venv = std::env::var_os(variable)
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             std::env::var_os("XDG_CACHE_HOME")
@@ -25,9 +30,20 @@ pub fn venv_python_path() -> PathBuf {
                 .unwrap_or_else(|| {
                     PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
                 })
-                .join("agentrl/venv")
+                .join("agentrl")
+                .join(name)
         });
     venv.join("bin/python")
+}
+
+/// An interpreter that must exist, or a panic saying how to build its venv.
+fn existing(python: PathBuf, build: &str, variable: &str) -> PathBuf {
+    assert!(
+        python.is_file(),
+        "{} is missing: run {build} (or set {variable}) to build it",
+        python.display()
+    );
+    python
 }
 
 /// The test venv's interpreter (numpy, pyarrow, DuckDB, apted, pytest: the oracles).
@@ -35,13 +51,24 @@ pub fn venv_python_path() -> PathBuf {
 /// # Panics
 /// When the venv is not built, saying how to build it.
 pub fn venv_python() -> PathBuf {
-    let python = venv_python_path();
-    assert!(
-        python.is_file(),
-        "{} is missing: run infra/scripts/python-env.sh (or set AGENTRL_VENV) to build the test venv",
-        python.display()
-    );
-    python
+    existing(
+        venv_python_path(),
+        "infra/scripts/python-env.sh",
+        "AGENTRL_VENV",
+    )
+}
+
+/// The Hugging Face venv's interpreter (transformers' config classes, no torch):
+/// `$AGENTRL_HF_VENV/bin/python`, else `…/agentrl/venv-hf/bin/python`.
+///
+/// # Panics
+/// When the venv is not built, saying how to build it.
+pub fn hf_python() -> PathBuf {
+    existing(
+        interpreter("AGENTRL_HF_VENV", "venv-hf"),
+        "infra/scripts/python-env.sh hf",
+        "AGENTRL_HF_VENV",
+    )
 }
 
 /// Cases of a property test: `default` (what CI runs), or `PROPTEST_CASES` for a long run.

@@ -256,6 +256,9 @@ pub struct AttentionShape {
     pub kv_heads: usize,
     /// Width of a head.
     pub head_dim: usize,
+    /// A query attends to at most this many positions, itself included (sliding-window
+    /// layers); `None`: to every earlier position.
+    pub window: Option<usize>,
 }
 
 /// `silu(gate) · up` of `x [N, 2·I]` holding gate and up side by side: `[N, I]`. Fused on

@@ -74,6 +74,40 @@ impl KvCache {
     fn width(&self) -> usize {
         self.valid.first().map_or(0, Vec::len)
     }
+
+    /// The additive mask `[rows, 1, n, width + n]` of `n` new columns per row: a query sees
+    /// its row's cached tokens and the new ones up to itself, within `window` positions of it.
+    fn mask(
+        &self,
+        n: usize,
+        window: Option<usize>,
+        dtype: candle_core::DType,
+        device: &candle_core::Device,
+    ) -> candle_core::Result<Tensor> {
+        let window = window.unwrap_or(usize::MAX);
+        let rows = self.rows();
+        let mut mask = Vec::with_capacity(rows * n * (self.width() + n));
+        for (valid, &fed) in self.valid.iter().zip(&self.fed) {
+            // The position of each cached column: its rank among the row's valid columns.
+            let mut positions = Vec::with_capacity(valid.len());
+            let mut next = 0;
+            for &v in valid {
+                positions.push(v.then_some(next));
+                next += usize::from(v);
+            }
+            for j in 0..n {
+                let query = fed + j;
+                let sees = |key: usize| key <= query && query - key < window;
+                mask.extend(
+                    positions
+                        .iter()
+                        .map(|p| if p.is_some_and(sees) { 0.0f32 } else { -1e9 }),
+                );
+                mask.extend((0..n).map(|col| if sees(fed + col) { 0.0 } else { -1e9 }));
+            }
+        }
+        Tensor::from_vec(mask, (rows, 1, n, self.width() + n), device)?.to_dtype(dtype)
+    }
 }
 
 impl Model {
@@ -102,7 +136,6 @@ impl Model {
             candle_core::bail!("decode: one non-empty run of new tokens per cached row");
         }
         let n = new.iter().map(Vec::len).max().unwrap_or(1);
-        let width = cache.width();
         let (heads, kv_heads, head_dim) = (c.num_attention_heads, c.num_kv_heads(), c.head_dim());
         let device = &self.device;
 
@@ -116,33 +149,30 @@ impl Model {
         let ids = Tensor::from_vec(ids, (rows, n), device)?;
         // Only the positions being fed: a table up to the longest row would redo every
         // earlier position's trigonometry on each token.
-        let (cos, sin) = ops::rope_tables_at(
-            positions.into_iter(),
-            head_dim,
-            c.rope_theta,
-            self.compute,
-            device,
-        )?;
+        let (cos, sin) = c
+            .rope
+            .tables(positions.into_iter(), head_dim, self.compute, device)?;
         let (cos, sin) = (
             cos.reshape((rows, 1, n, head_dim))?,
             sin.reshape((rows, 1, n, head_dim))?,
         );
-
-        // A query sees its row's cached columns and the new tokens up to itself.
-        let mut mask = Vec::with_capacity(rows * n * (width + n));
-        for valid in &cache.valid {
-            for j in 0..n {
-                mask.extend(valid.iter().map(|&v| if v { 0.0f32 } else { -1e9 }));
-                mask.extend((0..n).map(|col| if col <= j { 0.0 } else { -1e9 }));
+        let scale = 1.0 / (head_dim as f64).sqrt();
+        // One mask per distinct window among the layers (full attention: `None`).
+        let mut masks: Vec<(Option<usize>, Tensor)> = Vec::new();
+        for &window in &c.windows {
+            if !masks.iter().any(|(w, _)| *w == window) {
+                masks.push((window, cache.mask(n, window, self.compute, device)?));
             }
         }
-        let mask =
-            Tensor::from_vec(mask, (rows, 1, n, width + n), device)?.to_dtype(self.compute)?;
-        let scale = 1.0 / (head_dim as f64).sqrt();
 
         let mut grown = Vec::with_capacity(c.num_hidden_layers);
-        let shape = self.attention_shape(rows, n);
         let hidden = self.decoder(&ids, &mut None, &mut |layer, qkv| {
+            let shape = self.attention_shape(rows, n, layer);
+            let mask = &masks
+                .iter()
+                .find(|(w, _)| *w == shape.window)
+                .ok_or_else(|| candle_core::Error::Msg("decode: no mask for a window".into()))?
+                .1;
             let (q, k, v) = ops::split_heads(&qkv, shape)?;
             let q = ops::rope(&q, &cos, &sin)?;
             let k = ops::rope(&k, &cos, &sin)?;
@@ -156,7 +186,7 @@ impl Model {
             let keys = ops::repeat_kv(&k, heads / kv_heads)?;
             let values = ops::repeat_kv(&v, heads / kv_heads)?;
             grown.push((k, v));
-            let scores = (q.matmul(&keys.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
+            let scores = (q.matmul(&keys.t()?.contiguous()?)? * scale)?.broadcast_add(mask)?;
             ops::merge_heads(&fused::softmax(&scores)?.matmul(&values)?)
         })?;
         cache.layers = grown;
@@ -176,6 +206,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use candle_core::{DType, Device};
+    use serde_json::json;
 
     use super::*;
     use crate::model::ModelConfig;
@@ -195,7 +226,24 @@ mod tests {
 
     #[test]
     fn cached_decoding_matches_the_full_forward_on_ragged_rows() {
-        let config = ModelConfig::tiny_qwen2(23, 32, 2, 4, 2);
+        let plain = ModelConfig::tiny_qwen2(23, 32, 2, 4, 2).unwrap();
+        // Qwen3's head norms, and a window of 3 on the second layer that the rows outgrow.
+        let qwen3 = plain
+            .with(&[
+                ("model_type", json!("qwen3")),
+                ("architectures", json!(["Qwen3ForCausalLM"])),
+                ("head_dim", json!(8)),
+                ("use_sliding_window", json!(true)),
+                ("sliding_window", json!(3)),
+                ("max_window_layers", json!(1)),
+            ])
+            .unwrap();
+        for config in [plain, qwen3] {
+            decode_against_full_forward(config);
+        }
+    }
+
+    fn decode_against_full_forward(config: ModelConfig) {
         let mut model = Model::init(config, 7, DType::F32, &Device::Cpu).unwrap();
         // Initial weights (σ 0.02) give near-uniform logits that a wrong mask hardly moves.
         for t in model.tensors.values_mut() {

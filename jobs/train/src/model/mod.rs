@@ -1,6 +1,7 @@
-//! The decoder of Qwen2 / Llama causal LMs, written for training: Hugging Face tensor names,
-//! tied or untied embeddings, grouped-query attention, RoPE θ from the config, LoRA adapters,
-//! and a forward whose every op has a backward pass ([`ops`]).
+//! The decoder of Qwen2, Qwen3 and Llama causal LMs, written for training: Hugging Face tensor
+//! names, tied or untied embeddings, grouped-query attention, Qwen3's per-head q/k norms, every
+//! RoPE type of [`rope`], sliding-window layers, LoRA adapters, and a forward whose every op
+//! has a backward pass ([`ops`]).
 //!
 //! Sequences in a batch are right-padded: with a causal mask no real token attends to a pad,
 //! so no padding mask is needed and padded positions are simply never read.
@@ -10,6 +11,7 @@ pub mod fused;
 pub mod kv_cache;
 pub mod lora;
 pub mod ops;
+pub mod rope;
 mod weights;
 
 pub use weights::{read_tensors, save_safetensors, weight_files};
@@ -259,21 +261,17 @@ impl Model {
         dropout: &mut Option<Dropout<'_>>,
     ) -> candle_core::Result<Tensor> {
         let (batch, len) = ids.dims2()?;
-        let shape = self.attention_shape(batch, len);
-        let (cos, sin) = ops::rope_tables(
-            len,
-            shape.head_dim,
-            self.config.rope_theta,
-            self.compute,
-            &self.device,
-        )?;
-        self.decoder(ids, dropout, &mut |_, qkv| {
-            fused::attention(&qkv, shape, &cos, &sin)
+        let (cos, sin) =
+            self.config
+                .rope
+                .tables(0..len, self.config.head_dim, self.compute, &self.device)?;
+        self.decoder(ids, dropout, &mut |layer, qkv| {
+            fused::attention(&qkv, self.attention_shape(batch, len, layer), &cos, &sin)
         })
     }
 
-    /// The attention dimensions of `batch` sequences of `len` positions.
-    fn attention_shape(&self, batch: usize, len: usize) -> fused::AttentionShape {
+    /// The attention dimensions of `batch` sequences of `len` positions in `layer`.
+    fn attention_shape(&self, batch: usize, len: usize, layer: usize) -> fused::AttentionShape {
         let c = &self.config;
         fused::AttentionShape {
             batch,
@@ -281,7 +279,57 @@ impl Model {
             heads: c.num_attention_heads,
             kv_heads: c.num_kv_heads(),
             head_dim: c.head_dim(),
+            window: c.windows[layer],
         }
+    }
+
+    /// The token embeddings of `ids` (flat). A config's `pad_token_id` row gets no gradient
+    /// from them, as `nn.Embedding(padding_idx)` gives none.
+    fn embed(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
+        let table = self.weight("model.embed_tokens.weight")?;
+        let x = table.index_select(ids, 0)?;
+        let Some(pad) = self.config.pad_token_id.filter(|_| table.track_op()) else {
+            return Ok(x);
+        };
+        let is_pad: Vec<u8> = ids
+            .to_vec1::<u32>()?
+            .iter()
+            .map(|&t| u8::from(t == pad))
+            .collect();
+        if !is_pad.contains(&1) {
+            return Ok(x);
+        }
+        let n = is_pad.len();
+        let is_pad = Tensor::from_vec(is_pad, (n, 1), ids.device())?.broadcast_as(x.shape())?;
+        is_pad.where_cond(&table.detach().index_select(ids, 0)?, &x)
+    }
+
+    /// Qwen3's RMSNorm of each query and key head (over `head_dim`) on the projections side by
+    /// side; the values pass unchanged.
+    fn qk_norm(&self, qkv: &Tensor, attn: &str) -> candle_core::Result<Tensor> {
+        let c = &self.config;
+        let (n, d) = (qkv.dim(0)?, c.head_dim);
+        let (heads, kv) = (c.num_attention_heads, c.num_kv_heads());
+        let norm = |first: usize, count: usize, name: &str| {
+            let part = qkv
+                .narrow(1, first * d, count * d)?
+                .contiguous()?
+                .reshape((n * count, d))?;
+            fused::rms_norm(
+                &part,
+                &self.weight(&format!("{attn}.{name}.weight"))?,
+                c.rms_norm_eps,
+            )?
+            .reshape((n, count * d))
+        };
+        Tensor::cat(
+            &[
+                norm(0, heads, "q_norm")?,
+                norm(heads, kv, "k_norm")?,
+                qkv.narrow(1, (heads + kv) * d, kv * d)?,
+            ],
+            1,
+        )
     }
 
     /// The decoder stack on token ids `[B, T]`, returning the final hidden states `[B·T,
@@ -295,8 +343,7 @@ impl Model {
         attend: &mut dyn FnMut(usize, Tensor) -> candle_core::Result<Tensor>,
     ) -> candle_core::Result<Tensor> {
         let c = &self.config;
-        let embed = self.weight("model.embed_tokens.weight")?;
-        let mut x = embed.index_select(&ids.flatten_all()?, 0)?;
+        let mut x = self.embed(&ids.flatten_all()?)?;
         for layer in 0..c.num_hidden_layers {
             let p = format!("model.layers.{layer}");
             let h = fused::rms_norm(
@@ -305,14 +352,17 @@ impl Model {
                 c.rms_norm_eps,
             )?;
             let attn = format!("{p}.self_attn");
-            let qkv = self.linears(
+            let mut qkv = self.linears(
                 &h,
                 &["q_proj", "k_proj", "v_proj"].map(|m| format!("{attn}.{m}")),
-                c.qkv_bias(),
+                c.qkv_bias,
                 dropout,
             )?;
+            if c.qk_norm {
+                qkv = self.qk_norm(&qkv, &attn)?;
+            }
             let y = attend(layer, qkv)?;
-            x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias(), dropout)?)?;
+            x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias, dropout)?)?;
             let h = fused::rms_norm(
                 &x,
                 &self.weight(&format!("{p}.post_attention_layernorm.weight"))?,

@@ -43,45 +43,6 @@ fn upcast(x: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// The rotary tables of HF's default RoPE for positions `0..len`: `cos` and `sin`, each
-/// `[len, head_dim]`, the frequencies repeated over both halves.
-pub fn rope_tables(
-    len: usize,
-    head_dim: usize,
-    theta: f64,
-    dtype: DType,
-    device: &Device,
-) -> Result<(Tensor, Tensor)> {
-    rope_tables_at(0..len, head_dim, theta, dtype, device)
-}
-
-/// The rotary tables of `positions`, one `[head_dim]` row each, in their order.
-pub fn rope_tables_at(
-    positions: impl ExactSizeIterator<Item = usize>,
-    head_dim: usize,
-    theta: f64,
-    dtype: DType,
-    device: &Device,
-) -> Result<(Tensor, Tensor)> {
-    let len = positions.len();
-    let half = head_dim / 2;
-    let mut cos = Vec::with_capacity(len * head_dim);
-    let mut sin = Vec::with_capacity(len * head_dim);
-    for pos in positions {
-        for _ in 0..2 {
-            for i in 0..half {
-                let inv_freq = 1.0 / theta.powf((2 * i) as f64 / head_dim as f64);
-                let angle = pos as f64 * inv_freq;
-                cos.push(angle.cos());
-                sin.push(angle.sin());
-            }
-        }
-    }
-    let cos = Tensor::from_vec(cos, (len, head_dim), device)?.to_dtype(dtype)?;
-    let sin = Tensor::from_vec(sin, (len, head_dim), device)?.to_dtype(dtype)?;
-    Ok((cos, sin))
-}
-
 /// `x · cos + rotate_half(x) · sin` for `x` of shape `[B, heads, T, head_dim]`.
 pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     let half = x.dim(D::Minus1)? / 2;
@@ -91,11 +52,18 @@ pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     x.broadcast_mul(cos)? + rotated.broadcast_mul(sin)?
 }
 
-/// `[T, T]` additive causal mask: 0 on and below the diagonal, a large negative above. Finite,
-/// not −∞: a fully masked row would otherwise turn into NaN and poison the backward.
-pub fn causal_mask(len: usize, dtype: DType, device: &Device) -> Result<Tensor> {
+/// `[T, T]` additive causal mask: 0 where query `i` sees key `j` (`j ≤ i`, and within
+/// `window` positions of it), a large negative elsewhere. Finite, not −∞: a fully masked row
+/// would otherwise turn into NaN and poison the backward.
+pub fn causal_mask(
+    len: usize,
+    window: Option<usize>,
+    dtype: DType,
+    device: &Device,
+) -> Result<Tensor> {
+    let window = window.unwrap_or(len);
     let mask: Vec<f32> = (0..len)
-        .flat_map(|i| (0..len).map(move |j| if j > i { -1e9 } else { 0.0 }))
+        .flat_map(|i| (0..len).map(move |j| if j > i || i - j >= window { -1e9 } else { 0.0 }))
         .collect();
     Tensor::from_vec(mask, (len, len), device)?.to_dtype(dtype)
 }
@@ -118,6 +86,7 @@ pub fn split_heads(qkv: &Tensor, shape: AttentionShape) -> Result<(Tensor, Tenso
         heads,
         kv_heads,
         head_dim,
+        ..
     } = shape;
     let part = |start: usize, n: usize| {
         qkv.narrow(1, start * head_dim, n * head_dim)?
@@ -144,7 +113,7 @@ pub fn attention(
     let q = rope(&q, cos, sin)?;
     let k = repeat_kv(&rope(&k, cos, sin)?, group)?;
     let v = repeat_kv(&v, group)?;
-    let mask = causal_mask(shape.len, qkv.dtype(), qkv.device())?;
+    let mask = causal_mask(shape.len, shape.window, qkv.dtype(), qkv.device())?;
     let scale = 1.0 / (shape.head_dim as f64).sqrt();
     let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
     merge_heads(&softmax(&scores)?.matmul(&v)?)

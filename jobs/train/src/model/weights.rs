@@ -37,12 +37,17 @@ fn expected(config: &ModelConfig) -> Vec<(String, Vec<usize>)> {
         out.push((format!("{p}.post_attention_layernorm.weight"), vec![h]));
         for (name, rows, cols) in [("q_proj", q, h), ("k_proj", kv, h), ("v_proj", kv, h)] {
             out.push((format!("{p}.self_attn.{name}.weight"), vec![rows, cols]));
-            if config.qkv_bias() {
+            if config.qkv_bias {
                 out.push((format!("{p}.self_attn.{name}.bias"), vec![rows]));
             }
         }
+        if config.qk_norm {
+            let d = config.head_dim();
+            out.push((format!("{p}.self_attn.q_norm.weight"), vec![d]));
+            out.push((format!("{p}.self_attn.k_norm.weight"), vec![d]));
+        }
         out.push((format!("{p}.self_attn.o_proj.weight"), vec![h, q]));
-        if config.o_bias() {
+        if config.o_bias {
             out.push((format!("{p}.self_attn.o_proj.bias"), vec![h]));
         }
         for (name, rows, cols) in [("gate_proj", i, h), ("up_proj", i, h), ("down_proj", h, i)] {
@@ -133,9 +138,8 @@ impl Model {
     /// initialises), deterministic in `seed`.
     ///
     /// # Errors
-    /// An invalid config.
+    /// Out of memory.
     pub fn init(config: ModelConfig, seed: u64, dtype: DType, device: &Device) -> Result<Self> {
-        config.check().map_err(|e| TrainError::config("model", e))?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let normal = Normal::new(0.0f32, 0.02).map_err(|e| TrainError::Data(e.to_string()))?;
         let mut tensors = BTreeMap::new();
@@ -171,15 +175,16 @@ impl Model {
         }
     }
 
-    /// Writes `config.json` and `model.safetensors` to `dir` (fp32, `format: pt` metadata),
-    /// loadable by `AutoModelForCausalLM.from_pretrained`. Under LoRA the adapters are merged.
+    /// Writes `config.json` (the base model's, its dtype entry saying `float32`) and
+    /// `model.safetensors` to `dir` (fp32, `format: pt` metadata), loadable by
+    /// `AutoModelForCausalLM.from_pretrained`. Under LoRA the adapters are merged.
     ///
     /// # Errors
     /// I/O.
     pub fn save_hf(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)?;
-        let config =
-            serde_json::to_vec_pretty(&self.config).map_err(|e| TrainError::Data(e.to_string()))?;
+        let config = serde_json::to_vec_pretty(&self.config.to_json("float32"))
+            .map_err(|e| TrainError::Data(e.to_string()))?;
         std::fs::write(dir.join("config.json"), config)?;
         let tensors = self.state_dict(true)?;
         save_safetensors(&tensors, &dir.join("model.safetensors"))

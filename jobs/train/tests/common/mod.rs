@@ -60,16 +60,20 @@ pub fn hf_config(arch: &str, vocab: usize, tied: bool) -> Value {
 /// Writes a model of random weights (norms around 1, biases non-zero, so every tensor
 /// matters) with the tests' tokenizer to `dir`.
 pub fn write_model(dir: &Path, arch: &str, tied: bool, seed: u64) -> ModelConfig {
+    write_weights(dir, &hf_config(arch, tok().vocab_size(), tied), seed)
+}
+
+/// Writes `config` as `dir/config.json`, random weights of its shapes (as [`write_model`])
+/// and the tests' tokenizer.
+pub fn write_weights(dir: &Path, config_json: &Value, seed: u64) -> ModelConfig {
     std::fs::create_dir_all(dir).unwrap();
-    let tok = Tok::char_level(ALPHABET, "<|endoftext|>").unwrap();
-    let config_json = hf_config(arch, tok.vocab_size(), tied);
     std::fs::write(
         dir.join("config.json"),
-        serde_json::to_vec_pretty(&config_json).unwrap(),
+        serde_json::to_vec_pretty(config_json).unwrap(),
     )
     .unwrap();
-    std::fs::write(dir.join("tokenizer.json"), tok.json()).unwrap();
-    let config: ModelConfig = serde_json::from_value(config_json).unwrap();
+    std::fs::write(dir.join("tokenizer.json"), tok().json()).unwrap();
+    let config = ModelConfig::from_json(config_json.clone()).unwrap();
     let shapes =
         agentrl_train::model::Model::init(config.clone(), 0, candle_core::DType::F32, &Device::Cpu)
             .unwrap()
@@ -97,5 +101,5 @@ pub fn write_model(dir: &Path, arch: &str, tied: bool, seed: u64) -> ModelConfig
 
 /// The tests' tokenizer.
 pub fn tok() -> Tok {
-    Tok::char_level(ALPHABET, "<|endoftext|>").unwrap()
+    Tok::char_level(ALPHABET, &["<|endoftext|>"]).unwrap()
 }

@@ -5,9 +5,14 @@
 mod canary;
 mod cost;
 mod gate;
+mod report;
 mod run;
 
 pub use canary::{Arm, Canary, bucket, rolled_out};
 pub use cost::{cost_estimate, hourly_price};
 pub use gate::{ArmStats, Check, Evaluation, GateConfig, GateDecision, GateInputs, evaluate_gate};
+pub use report::{
+    DemoSummary, GateCounts, Metrics, ModelSummary, OnlineScores, RunOutcome, RunReport, SftCounts,
+    Validation,
+};
 pub use run::{RunStatus, TransitionError, run_id};

@@ -39,6 +39,8 @@ struct Plan<T> {
     group: usize,
     /// Width of an input row.
     width: usize,
+    /// Positions a query sees, itself included.
+    window: usize,
     scale: T,
     cos: Vec<T>,
     sin: Vec<T>,
@@ -53,6 +55,7 @@ impl Attention {
             heads,
             kv_heads,
             head_dim: d,
+            window,
         } = self.shape;
         if n != batch * len
             || width != (heads + 2 * kv_heads) * d
@@ -70,6 +73,7 @@ impl Attention {
             kv_heads,
             group: heads / kv_heads,
             width,
+            window: window.unwrap_or(len).max(1),
             scale: T::of(1.0 / (d as f64).sqrt()),
             cos: table(&self.cos),
             sin: table(&self.sin),
@@ -112,7 +116,8 @@ impl<T: Float> Plan<T> {
     }
 
     /// The attention weights `P [T, T]` of rotated queries and keys `[T, d]`: scaled scores
-    /// `Q·Kᵀ`, softmax over the keys up to each query, zero above the diagonal.
+    /// `Q·Kᵀ`, softmax over the keys in each query's window (the `window` positions up to
+    /// itself), zero elsewhere.
     fn weights(&self, q: &[T], k: &[T], p: &mut [T]) {
         let (t, d) = (self.t, self.d);
         matmul(
@@ -125,6 +130,8 @@ impl<T: Float> Plan<T> {
         for (i, row) in p.chunks_mut(t).enumerate() {
             let (seen, future) = row.split_at_mut(i + 1);
             future.fill(T::default());
+            let (past, seen) = seen.split_at_mut((i + 1).saturating_sub(self.window));
+            past.fill(T::default());
             for s in seen.iter_mut() {
                 *s = *s * self.scale;
             }
