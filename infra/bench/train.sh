@@ -27,7 +27,7 @@ if [[ "${1:-speed}" == "credit" ]]; then
         python3 - "$run/run.json" "$dynamic" "$seed" "$credit" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]}\t{sys.argv[3]}\t{sys.argv[4]}\t{r['steps_to_0_9']}\t{r['rollouts_to_0_9']}\t"
+print(f"{sys.argv[2]}\t{sys.argv[3]}\t{sys.argv[4]}\t{r['demo']['steps_to_0_9']}\t{r['demo']['rollouts_to_0_9']}\t"
       f"{r['eval_success_before']:.3f}\t{r['eval_success_after']:.3f}\t{r['wall_time_s']:.0f}")
 PY
       done

@@ -36,9 +36,12 @@ pub enum TrainCommand {
         /// Tokens per sequence.
         #[arg(long, default_value_t = 48)]
         seq: usize,
-        /// LoRA rank on every linear layer (full fine-tuning when absent).
+        /// LoRA rank on every linear layer (overrides the config's `lora`).
         #[arg(long)]
         lora: Option<usize>,
+        /// Training config (JSON): `lora`, `micro_batch_tokens`, the optimizer.
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// Timed steps (after 2 warm-up steps); the median is reported.
         #[arg(long, default_value_t = 20)]
         iterations: usize,
@@ -158,13 +161,26 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
             batch,
             seq,
             lora,
+            config,
             iterations,
         } => {
             anyhow::ensure!(
                 batch > 0 && seq > 1 && iterations > 0,
                 "--batch ≥ 1, --seq ≥ 2, --iterations ≥ 1"
             );
-            println!("{}", bench(&model, batch, seq, lora, iterations)?);
+            let mut config = match config {
+                Some(path) => TrainConfig::load(&path)?,
+                None => TrainConfig::default(),
+            };
+            if let Some(rank) = lora {
+                config.lora = Some(crate::model::LoraConfig {
+                    rank,
+                    alpha: 2.0 * rank as f64,
+                    dropout: 0.0,
+                    target_modules: crate::model::lora::MODULES.map(String::from).to_vec(),
+                });
+            }
+            println!("{}", bench(&model, batch, seq, &config, iterations)?);
         }
         TrainCommand::Demo {
             minutes,

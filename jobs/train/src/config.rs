@@ -24,6 +24,8 @@ pub struct TrainConfig {
     /// Longest sequence (prompt and response) trained on or sampled; longer rows keep their
     /// start and are counted. `null`: the model's `max_position_embeddings`.
     pub max_seq_len: Option<usize>,
+    /// The precision of the forward: `auto` (bf16 on a GPU, fp32 on the CPU), `bf16`, `fp32`.
+    pub dtype: Precision,
     /// Write a resumable checkpoint every N optimizer steps (0 = only at the end).
     pub checkpoint_every: u64,
     /// With an `s3://` output, mirror `metrics.jsonl` (the run's progress) at most every N
@@ -53,6 +55,7 @@ impl Default for TrainConfig {
             seed: 0,
             micro_batch_tokens: 8192,
             max_seq_len: None,
+            dtype: Precision::Auto,
             checkpoint_every: 50,
             progress_every_s: 30,
             eval_every: 10,
@@ -63,6 +66,32 @@ impl Default for TrainConfig {
             optimizer: OptimizerConfig::default(),
             eval: EvalConfig::default(),
             tokenizers: BTreeMap::new(),
+        }
+    }
+}
+
+/// `dtype`: what the matmuls compute in. Norm statistics, the attention and logit softmaxes,
+/// the loss and the optimizer are fp32 whatever it says; trained weights have fp32 masters;
+/// frozen weights (a LoRA base, the KL reference) are held in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// bf16 on a GPU, fp32 on the CPU.
+    #[default]
+    Auto,
+    /// bf16 (on the CPU too: the tests' path; slower there than fp32).
+    Bf16,
+    /// fp32 everywhere.
+    Fp32,
+}
+
+impl Precision {
+    /// The dtype the forward computes in on `device`.
+    #[must_use]
+    pub fn compute(self, device: &candle_core::Device) -> candle_core::DType {
+        match (self, device.is_cpu()) {
+            (Self::Fp32, _) | (Self::Auto, true) => candle_core::DType::F32,
+            (Self::Bf16, _) | (Self::Auto, false) => candle_core::DType::BF16,
         }
     }
 }

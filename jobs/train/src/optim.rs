@@ -134,15 +134,29 @@ impl Accumulator {
     /// # Errors
     /// Shape mismatches.
     pub fn add(&mut self, vars: &[(String, Var)], store: &GradStore) -> Result<()> {
-        for (slot, (_, var)) in self.grads.iter_mut().zip(vars) {
+        for (i, (_, var)) in vars.iter().enumerate() {
             if let Some(g) = store.get(var.as_tensor()) {
-                let g = g.detach().to_dtype(DType::F32)?;
-                *slot = Some(match slot.take() {
-                    Some(sum) => (sum + g)?,
-                    None => g,
-                });
+                self.add_at(i, g)?;
             }
         }
+        Ok(())
+    }
+
+    /// Adds a gradient of variable `i` computed outside autograd (the output head's, from
+    /// [`crate::model::vocab::backward`]).
+    ///
+    /// # Errors
+    /// A shape that is not the variable's.
+    pub fn add_at(&mut self, i: usize, g: &Tensor) -> Result<()> {
+        let g = g.detach().to_dtype(DType::F32)?;
+        let slot = self
+            .grads
+            .get_mut(i)
+            .ok_or_else(|| TrainError::Data(format!("no variable {i} to add a gradient to")))?;
+        *slot = Some(match slot.take() {
+            Some(sum) => (sum + g)?,
+            None => g,
+        });
         Ok(())
     }
 

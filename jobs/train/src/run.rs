@@ -34,16 +34,22 @@ pub fn device() -> Result<Device> {
     }
 }
 
-/// Loads a model directory with its tokenizer: fp32 master weights, computing in bf16 on a GPU.
+/// Loads a model directory with its tokenizer for `config`'s run: computing in its `dtype`,
+/// weights that will be trained as fp32 masters, a LoRA base held in the compute dtype (a
+/// bf16 checkpoint loads with no fp32 copy).
 ///
 /// # Errors
 /// Missing or corrupt files, a tokenizer larger than the model's vocabulary.
-pub fn load_model(dir: &Path) -> Result<(Model, Tok)> {
+pub fn load_model(dir: &Path, config: &TrainConfig) -> Result<(Model, Tok)> {
     let device = device()?;
-    let mut model = Model::load(dir, DType::F32, &device)?;
-    if device.is_cuda() {
-        model.set_compute_dtype(DType::BF16);
-    }
+    let compute = config.dtype.compute(&device);
+    let storage = if config.lora.is_some() {
+        compute
+    } else {
+        DType::F32
+    };
+    let mut model = Model::load(dir, storage, &device)?;
+    model.set_compute_dtype(compute);
     let tok = Tok::load(dir, &model.config.eos_ids())?;
     if tok.vocab_size() > model.config.vocab_size {
         return Err(TrainError::file(
@@ -82,7 +88,7 @@ pub struct RunOptions {
 /// Returns `run.json` when the run finished, `None` when it stopped early to resume.
 pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<Option<RunReport>> {
     let hashes = check_manifest(dataset)?;
-    let (model, tok) = load_model(&o.model)?;
+    let (model, tok) = load_model(&o.model, &o.config)?;
     let limits = Limits {
         vocab: model.config.vocab_size,
         max_len: o.config.seq_limit(model.config.max_position_embeddings),
@@ -166,7 +172,7 @@ pub fn run_prompts(
     prompts: &Path,
     sft: Option<&Path>,
 ) -> Result<Option<RunReport>> {
-    let (model, tok) = load_model(&o.model)?;
+    let (model, tok) = load_model(&o.model, &o.config)?;
     let lines = read_prompts(prompts)?;
     let max_len = o.config.seq_limit(model.config.max_position_embeddings);
     let (examples, sft_counts) = sft
@@ -216,7 +222,7 @@ pub fn run_prompts(
 /// # Errors
 /// A malformed line (named by number), ids outside the vocabulary.
 pub fn logprobs(model_dir: &Path, input: &Path, out: &mut dyn Write) -> Result<()> {
-    let (model, _) = load_model(model_dir)?;
+    let (model, _) = load_model(model_dir, &TrainConfig::default())?;
     let file = std::fs::File::open(input).map_err(|e| TrainError::file(input, e))?;
     let mut seqs = Vec::new();
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -275,7 +281,8 @@ pub fn logprobs(model_dir: &Path, input: &Path, out: &mut dyn Write) -> Result<(
     Ok(())
 }
 
-/// `train bench`: times forward + backward + AdamW step on random ids, `[batch, seq]`.
+/// `train bench`: times forward + backward + AdamW step on random ids, `[batch, seq]`, with
+/// the training config's `lora`, `micro_batch_tokens` and optimizer.
 ///
 /// # Errors
 /// Bad model, tensor failures.
@@ -283,18 +290,12 @@ pub fn bench(
     model_dir: &Path,
     batch: usize,
     seq: usize,
-    lora: Option<usize>,
+    config: &TrainConfig,
     iterations: usize,
 ) -> Result<Value> {
     use rand::{Rng, SeedableRng};
-    let (mut model, _) = load_model(model_dir)?;
-    let lora = lora.map(|rank| crate::model::LoraConfig {
-        rank,
-        alpha: 2.0 * rank as f64,
-        dropout: 0.0,
-        target_modules: crate::model::lora::MODULES.map(String::from).to_vec(),
-    });
-    model.make_trainable(lora.as_ref(), 0)?;
+    let (mut model, _) = load_model(model_dir, config)?;
+    model.make_trainable(config.lora.as_ref(), 0)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
     let vocab = model.config.vocab_size as u32;
     let seqs: Vec<TrainSeq> = (0..batch)
@@ -308,7 +309,7 @@ pub fn bench(
             weight: 1.0 / (batch * (seq - 1)) as f64,
         })
         .collect();
-    let mut optimizer = AdamW::new(model.vars(), &crate::optim::OptimizerConfig::default())?;
+    let mut optimizer = AdamW::new(model.vars(), &config.optimizer)?;
     let mut times = Vec::new();
     for i in 0..iterations + 2 {
         let t0 = Instant::now();
@@ -317,7 +318,7 @@ pub fn bench(
             reference: None,
             optimizer: &mut optimizer,
             lr: 1e-4,
-            budget: batch * seq,
+            budget: config.micro_batch_tokens,
             dropout: None,
         };
         train_step(&mut ctx, &seqs, Objective::Nll)?;
@@ -330,7 +331,8 @@ pub fn bench(
     Ok(json!({
         "batch": batch,
         "seq": seq,
-        "lora_rank": lora.map(|l| l.rank),
+        "lora_rank": config.lora.as_ref().map(|l| l.rank),
+        "micro_batch_tokens": config.micro_batch_tokens,
         "trainable_parameters": model.trainable_parameters(),
         "step_ms": median * 1e3,
         "tokens_per_s": (batch * seq) as f64 / median,

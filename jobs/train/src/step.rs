@@ -2,12 +2,12 @@
 //! gradients accumulated, clipped, then AdamW. The objective is the SFT negative
 //! log-likelihood or the GRPO loss of [`crate::loss`].
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device, Tensor, Var};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Result, TrainError};
 use crate::loss::{Clip, TokenInputs, grpo_loss};
-use crate::model::{Dropout, Model};
+use crate::model::{Dropout, Model, vocab};
 use crate::optim::{Accumulator, AdamW};
 
 /// One training sequence: prompt then response, with per-response-token data.
@@ -153,8 +153,11 @@ pub fn response_logprobs(model: &Model, seqs: &[TrainSeq], budget: usize) -> Res
             continue;
         }
         let hidden = frozen.hidden(&p.ids, &mut None)?;
-        let (logp, _) = frozen.token_logprobs(&hidden, &p.rows, &p.targets)?;
-        let logp = logp.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let logp = frozen
+            .token_logprobs(&hidden, &p.rows, &p.targets)?
+            .logp
+            .to_dtype(DType::F32)?
+            .to_vec1::<f32>()?;
         for ((i, j), v) in p.index.iter().zip(logp) {
             out[range.start + i][*j] = v;
         }
@@ -194,123 +197,218 @@ pub fn train_step(
     objective: Objective,
 ) -> Result<StepStats> {
     let model = ctx.model;
-    let device = model.device().clone();
-    let batches = micro_batches(seqs, ctx.budget);
-    let packed: Vec<Packed> = batches
-        .iter()
-        .map(|r| pack(&seqs[r.clone()], &device, false))
-        .collect::<Result<_>>()?;
+    let mut pass = Pass::new(model, ctx.reference, seqs, ctx.budget)?;
     let updates = match objective {
         Objective::Nll => 1,
         Objective::Grpo { updates, .. } => updates.max(1),
     };
-    let mut old: Vec<Option<Tensor>> = vec![None; packed.len()];
-    let mut reference: Vec<Option<Tensor>> = vec![None; packed.len()];
     let mut stats = StepStats::default();
     for _ in 0..updates {
+        let (acc, mut s) = pass.gradients(objective, ctx.dropout.as_mut())?;
+        s.grad_norm = ctx.optimizer.step(model.vars(), &acc, ctx.lr)?;
+        stats = s;
+    }
+    Ok(stats)
+}
+
+/// The gradients one update of `objective` on `seqs` applies (no dropout), accumulated over
+/// micro-batches of `budget` padded tokens: what [`train_step`] hands the optimizer.
+///
+/// # Errors
+/// Tensor failures, a batch without loss tokens.
+pub fn gradients(
+    model: &Model,
+    seqs: &[TrainSeq],
+    objective: Objective,
+    budget: usize,
+) -> Result<Accumulator> {
+    Ok(Pass::new(model, None, seqs, budget)?
+        .gradients(objective, None)?
+        .0)
+}
+
+/// The micro-batches of one step and what stays fixed across its updates: π_old and the
+/// reference's log-probabilities, computed at the first update.
+struct Pass<'a> {
+    model: &'a Model,
+    reference: Option<&'a Model>,
+    seqs: &'a [TrainSeq],
+    batches: Vec<std::ops::Range<usize>>,
+    packed: Vec<Packed>,
+    old: Vec<Option<Tensor>>,
+    reference_logp: Vec<Option<Tensor>>,
+}
+
+/// Sums over a pass's loss tokens.
+#[derive(Default)]
+struct Sums {
+    loss: f64,
+    kl: f64,
+    clipped: usize,
+    entropy: f64,
+    importance: f64,
+    tokens: usize,
+}
+
+impl<'a> Pass<'a> {
+    fn new(
+        model: &'a Model,
+        reference: Option<&'a Model>,
+        seqs: &'a [TrainSeq],
+        budget: usize,
+    ) -> Result<Self> {
+        let batches = micro_batches(seqs, budget);
+        let packed = batches
+            .iter()
+            .map(|r| pack(&seqs[r.clone()], model.device(), false))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            model,
+            reference,
+            seqs,
+            old: vec![None; packed.len()],
+            reference_logp: vec![None; packed.len()],
+            batches,
+            packed,
+        })
+    }
+
+    /// One update's gradients and statistics (`grad_norm` left to the optimizer).
+    fn gradients(
+        &mut self,
+        objective: Objective,
+        mut dropout: Option<&mut (f64, &mut ChaCha8Rng)>,
+    ) -> Result<(Accumulator, StepStats)> {
+        let model = self.model;
         let mut acc = Accumulator::new(model.vars().len());
-        let (mut loss_sum, mut kl_sum, mut clipped, mut entropy_sum, mut is_sum, mut tokens) =
-            (0.0, 0.0, 0usize, 0.0, 0.0, 0usize);
-        for (b, (range, p)) in batches.iter().zip(&packed).enumerate() {
+        let mut sums = Sums::default();
+        for b in 0..self.packed.len() {
+            let p = &self.packed[b];
             if p.index.is_empty() {
                 continue;
             }
-            let batch = &seqs[range.clone()];
-            let mut dropout = ctx.dropout.as_mut().map(|(p, rng)| Dropout { p: *p, rng });
-            let hidden = model.hidden(&p.ids, &mut dropout)?;
-            let (logp, entropy) = model.token_logprobs(&hidden, &p.rows, &p.targets)?;
-            let dtype = logp.dtype();
-            let pick = |f: &dyn Fn(&TrainSeq, usize) -> f32| -> Vec<f32> {
-                p.index.iter().map(|&(i, j)| f(&batch[i], j)).collect()
-            };
-            let weights = f32s(pick(&|s, _| s.weight as f32), &device, dtype)?;
-            let loss = match objective {
-                Objective::Nll => (logp.neg()? * &weights)?.sum_all()?,
-                Objective::Grpo {
-                    clip,
-                    kl_beta,
-                    importance_cap,
-                    ..
-                } => {
-                    let old_b = old[b].get_or_insert_with(|| logp.detach()).clone();
-                    if kl_beta > 0.0 && reference[b].is_none() {
-                        let r = ctx.reference.ok_or_else(|| {
-                            TrainError::Data("kl_beta > 0 needs a reference model".into())
-                        })?;
-                        let h = r.hidden(&p.ids, &mut None)?;
-                        reference[b] = Some(r.token_logprobs(&h, &p.rows, &p.targets)?.0.detach());
-                    }
-                    let advantages = f32s(pick(&|s, j| s.advantages[j]), &device, dtype)?;
-                    let behaviour = pick(&|s, j| s.behaviour.as_ref().map_or(f32::NAN, |b| b[j]));
-                    let old_v = old_b.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-                    let is_w: Vec<f32> = old_v
-                        .iter()
-                        .zip(&behaviour)
-                        .map(|(&o, &beh)| {
-                            if beh.is_nan() {
-                                1.0
-                            } else {
-                                (o - beh).exp().min(importance_cap as f32)
-                            }
-                        })
-                        .collect();
-                    is_sum += is_w.iter().map(|&w| f64::from(w)).sum::<f64>();
-                    let is_weights = f32s(is_w, &device, dtype)?;
-                    let inputs = TokenInputs {
-                        logp: &logp,
-                        old: &old_b,
-                        advantages: &advantages,
-                        weights: &weights,
-                        is_weights: &is_weights,
-                        reference: reference[b].as_ref().map(|r| (r, kl_beta)),
-                    };
-                    let new_v = logp.detach().to_dtype(DType::F32)?.to_vec1::<f32>()?;
-                    let adv_v = advantages.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-                    for ((&n, &o), &a) in new_v.iter().zip(&old_v).zip(&adv_v) {
-                        let r = (n - o).exp();
-                        clipped += usize::from(
-                            (a > 0.0 && r > 1.0 + clip.high as f32)
-                                || (a < 0.0 && r < 1.0 - clip.low as f32),
-                        );
-                    }
-                    if let Some(r) = &reference[b] {
-                        let d = (r - logp.detach())?;
-                        let k3 = ((d.exp()? - &d)? - 1.0)?;
-                        kl_sum +=
-                            f64::from(k3.to_dtype(DType::F32)?.sum_all()?.to_scalar::<f32>()?);
-                    }
-                    grpo_loss(&inputs, clip)?
-                }
-            };
-            loss_sum += f64::from(loss.to_dtype(DType::F32)?.to_scalar::<f32>()?);
-            entropy_sum += f64::from(
-                entropy
+            let (ids, rows, targets) = (p.ids.clone(), p.rows.clone(), p.targets.clone());
+            let tokens = p.index.len();
+            let mut drop = dropout.as_mut().map(|(p, rng)| Dropout { p: *p, rng });
+            let hidden = model.hidden(&ids, &mut drop)?;
+            // The decoder keeps its graph up to the scored rows; the head runs outside it over
+            // vocabulary chunks, and its backward seeds the decoder's ([`vocab`]).
+            let scored = hidden.index_select(&rows, 0)?;
+            let (h, head) = (scored.detach(), model.head()?.detach());
+            let out = vocab::forward(&h, &head, &targets)?;
+            let logp_var = Var::from_tensor(&out.logp)?;
+            let logp = logp_var.as_tensor();
+            let loss = self.loss(b, logp, objective, &mut sums)?;
+            sums.loss += f64::from(loss.to_dtype(DType::F32)?.to_scalar::<f32>()?);
+            sums.entropy += f64::from(
+                out.entropy
                     .to_dtype(DType::F32)?
                     .sum_all()?
                     .to_scalar::<f32>()?,
             );
-            tokens += p.index.len();
-            let grads = loss.backward()?;
-            acc.add(model.vars(), &grads)?;
+            sums.tokens += tokens;
+            let dlogp = loss
+                .backward()?
+                .remove(logp)
+                .ok_or_else(|| TrainError::Data("the loss does not depend on logp".into()))?;
+            let head_var = model.head_var();
+            let (dh, dhead) =
+                vocab::backward(&h, &head, &targets, &out, &dlogp, head_var.is_some())?;
+            acc.add(model.vars(), &(scored * dh)?.sum_all()?.backward()?)?;
+            if let (Some(i), Some(dhead)) = (head_var, dhead) {
+                acc.add_at(i, &dhead)?;
+            }
         }
-        if tokens == 0 {
+        if sums.tokens == 0 {
             return Err(TrainError::Data("the batch has no loss tokens".into()));
         }
-        let n = tokens as f64;
-        stats = StepStats {
-            loss: loss_sum,
-            kl: kl_sum / n,
-            clip_fraction: clipped as f64 / n,
-            entropy: entropy_sum / n,
+        let n = sums.tokens as f64;
+        let stats = StepStats {
+            loss: sums.loss,
+            kl: sums.kl / n,
+            clip_fraction: sums.clipped as f64 / n,
+            entropy: sums.entropy / n,
             grad_norm: 0.0,
-            tokens,
+            tokens: sums.tokens,
             importance_weight: if matches!(objective, Objective::Nll) {
                 1.0
             } else {
-                is_sum / n
+                sums.importance / n
             },
         };
-        stats.grad_norm = ctx.optimizer.step(model.vars(), &acc, ctx.lr)?;
+        Ok((acc, stats))
     }
-    Ok(stats)
+
+    /// Micro-batch `b`'s loss on its log-probabilities `logp` (a leaf of their own graph).
+    fn loss(
+        &mut self,
+        b: usize,
+        logp: &Tensor,
+        objective: Objective,
+        sums: &mut Sums,
+    ) -> Result<Tensor> {
+        let p = &self.packed[b];
+        let batch = &self.seqs[self.batches[b].clone()];
+        let (device, dtype) = (logp.device(), logp.dtype());
+        let pick = |f: &dyn Fn(&TrainSeq, usize) -> f32| -> Vec<f32> {
+            p.index.iter().map(|&(i, j)| f(&batch[i], j)).collect()
+        };
+        let weights = f32s(pick(&|s, _| s.weight as f32), device, dtype)?;
+        let Objective::Grpo {
+            clip,
+            kl_beta,
+            importance_cap,
+            ..
+        } = objective
+        else {
+            return Ok((logp.neg()? * &weights)?.sum_all()?);
+        };
+        let old = self.old[b].get_or_insert_with(|| logp.detach()).clone();
+        if kl_beta > 0.0 && self.reference_logp[b].is_none() {
+            let r = self
+                .reference
+                .ok_or_else(|| TrainError::Data("kl_beta > 0 needs a reference model".into()))?;
+            let h = r.hidden(&p.ids, &mut None)?;
+            self.reference_logp[b] = Some(r.token_logprobs(&h, &p.rows, &p.targets)?.logp);
+        }
+        let advantages = f32s(pick(&|s, j| s.advantages[j]), device, dtype)?;
+        let behaviour = pick(&|s, j| s.behaviour.as_ref().map_or(f32::NAN, |b| b[j]));
+        let old_v = old.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let is_w: Vec<f32> = old_v
+            .iter()
+            .zip(&behaviour)
+            .map(|(&o, &beh)| {
+                if beh.is_nan() {
+                    1.0
+                } else {
+                    (o - beh).exp().min(importance_cap as f32)
+                }
+            })
+            .collect();
+        sums.importance += is_w.iter().map(|&w| f64::from(w)).sum::<f64>();
+        let is_weights = f32s(is_w, device, dtype)?;
+        let new_v = logp.detach().to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let adv_v = advantages.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        for ((&n, &o), &a) in new_v.iter().zip(&old_v).zip(&adv_v) {
+            let r = (n - o).exp();
+            sums.clipped += usize::from(
+                (a > 0.0 && r > 1.0 + clip.high as f32) || (a < 0.0 && r < 1.0 - clip.low as f32),
+            );
+        }
+        let reference = self.reference_logp[b].as_ref();
+        if let Some(r) = reference {
+            let d = (r - logp.detach())?;
+            let k3 = ((d.exp()? - &d)? - 1.0)?;
+            sums.kl += f64::from(k3.to_dtype(DType::F32)?.sum_all()?.to_scalar::<f32>()?);
+        }
+        let inputs = TokenInputs {
+            logp,
+            old: &old,
+            advantages: &advantages,
+            weights: &weights,
+            is_weights: &is_weights,
+            reference: reference.map(|r| (r, kl_beta)),
+        };
+        Ok(grpo_loss(&inputs, clip)?)
+    }
 }

@@ -5,8 +5,8 @@
 mod common;
 
 use agentrl_train::model::{LoraConfig, Model};
-use agentrl_train::optim::{Accumulator, AdamW, OptimizerConfig};
-use agentrl_train::step::{Objective, StepContext, TrainSeq, train_step};
+use agentrl_train::optim::{AdamW, OptimizerConfig};
+use agentrl_train::step::{self, Objective, StepContext, TrainSeq, train_step};
 use candle_core::{DType, Device, Tensor, Var};
 
 fn seqs() -> Vec<TrainSeq> {
@@ -28,35 +28,41 @@ fn seqs() -> Vec<TrainSeq> {
     ]
 }
 
-fn nll(model: &Model, seqs: &[TrainSeq]) -> Tensor {
-    // The same packing as a training step, through the public forward.
-    let width = seqs.iter().map(|s| s.ids.len()).max().unwrap();
-    let (mut flat, mut rows, mut targets) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, s) in seqs.iter().enumerate() {
-        flat.extend(&s.ids);
-        flat.extend(std::iter::repeat_n(0, width - s.ids.len()));
-        for j in s.start..s.ids.len() {
-            rows.push((i * width + j - 1) as u32);
-            targets.push(s.ids[j]);
+/// `Σ w·(−log π(token))` over the batch's response tokens: the SFT objective, computed
+/// independently of the step (one sequence at a time, the head over the whole vocabulary).
+fn nll(model: &Model, seqs: &[TrainSeq]) -> f64 {
+    let d = model.device();
+    let mut total = 0.0;
+    for s in seqs {
+        let ids = Tensor::from_vec(s.ids.clone(), (1, s.ids.len()), d).unwrap();
+        let hidden = model.hidden(&ids, &mut None).unwrap();
+        let rows: Vec<u32> = (s.start - 1..s.ids.len() - 1).map(|r| r as u32).collect();
+        let logits = model
+            .logits_at(
+                &hidden,
+                &Tensor::from_vec(rows, s.ids.len() - s.start, d).unwrap(),
+            )
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap();
+        let logp = agentrl_train::model::ops::log_softmax(&logits)
+            .unwrap()
+            .to_vec2::<f64>()
+            .unwrap();
+        for (j, row) in logp.iter().enumerate() {
+            total -= s.weight * row[s.ids[s.start + j] as usize];
         }
     }
-    let d = model.device();
-    let n = rows.len();
-    let ids = Tensor::from_vec(flat, (seqs.len(), width), d).unwrap();
-    let hidden = model.hidden(&ids, &mut None).unwrap();
-    let (logp, _) = model
-        .token_logprobs(
-            &hidden,
-            &Tensor::from_vec(rows, n, d).unwrap(),
-            &Tensor::from_vec(targets, n, d).unwrap(),
-        )
-        .unwrap();
-    logp.neg().unwrap().sum_all().unwrap()
+    total
 }
 
 fn tiny(dtype: DType) -> Model {
+    tiny_tied(dtype, false)
+}
+
+fn tiny_tied(dtype: DType, tied: bool) -> Model {
     let dir = tempfile::tempdir().unwrap();
-    common::write_model(dir.path(), "qwen2", false, 5);
+    common::write_model(dir.path(), "qwen2", tied, 5);
     Model::load(dir.path(), dtype, &Device::Cpu).unwrap()
 }
 
@@ -70,11 +76,10 @@ fn every_trainable_tensor_receives_a_gradient() {
     }
 }
 
-/// The gradient of every variable of `model` on the test batch, by name.
+/// The gradient of every variable of `model` on the test batch, by name: what a training
+/// step of the SFT objective applies.
 fn gradients(model: &Model) -> Vec<(String, Tensor)> {
-    let grads = nll(model, &seqs()).backward().unwrap();
-    let mut acc = Accumulator::new(model.vars().len());
-    acc.add(model.vars(), &grads).unwrap();
+    let acc = step::gradients(model, &seqs(), Objective::Nll, 64).unwrap();
     model
         .vars()
         .iter()
@@ -153,36 +158,45 @@ fn nudge(var: &Var, i: usize, delta: f64) {
         .unwrap();
 }
 
+/// Untied and tied: a tied embedding's gradient is the lookup's (autograd) plus the head's
+/// (computed over vocabulary chunks).
 #[test]
 fn gradients_equal_finite_differences_in_f64() {
-    let mut model = tiny(DType::F64);
+    for tied in [false, true] {
+        finite_differences(tied);
+    }
+}
+
+fn finite_differences(tied: bool) {
+    let mut model = tiny_tied(DType::F64, tied);
     model.make_trainable(None, 0).unwrap();
     let batch = seqs();
-    let grads = nll(&model, &batch).backward().unwrap();
+    let grads = step::gradients(&model, &batch, Objective::Nll, 64).unwrap();
     let h = 1e-6;
     let mut checked = 0;
-    for (name, var) in model.vars() {
+    for (k, (name, var)) in model.vars().iter().enumerate() {
         let g = grads
-            .get(var.as_tensor())
+            .get(k)
             .unwrap()
             .flatten_all()
             .unwrap()
-            .to_vec1::<f64>()
+            .to_vec1::<f32>()
             .unwrap();
         for i in [0, g.len() / 2, g.len() - 1] {
             let before = element(var, i);
             nudge(var, i, h);
-            let up = nll(&model, &batch).to_scalar::<f64>().unwrap();
+            let up = nll(&model, &batch);
             nudge(var, i, -2.0 * h);
-            let down = nll(&model, &batch).to_scalar::<f64>().unwrap();
+            let down = nll(&model, &batch);
             nudge(var, i, h);
             assert!((element(var, i) - before).abs() < 1e-12);
             let numeric = (up - down) / (2.0 * h);
-            let tolerance = 1e-6 + 1e-5 * numeric.abs().max(g[i].abs());
+            // The accumulator keeps gradients in fp32.
+            let analytic = f64::from(g[i]);
+            let tolerance = 1e-6 + 1e-5 * numeric.abs().max(analytic.abs());
             assert!(
-                (numeric - g[i]).abs() <= tolerance,
-                "{name}[{i}]: analytic {} numeric {numeric}",
-                g[i]
+                (numeric - analytic).abs() <= tolerance,
+                "{name}[{i}] (tied {tied}): analytic {analytic} numeric {numeric}"
             );
             checked += 1;
         }
@@ -336,47 +350,18 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
         "softmax dx",
     );
 
+    // A vocabulary chunk's statistics and softmax gradient (no backward of their own).
     let logits = random(&[5, 13]);
-    let targets = Tensor::new(&[0u32, 12, 7, 7, 3], &Device::Cpu).unwrap();
-    let scale = Tensor::new(&[1.0f64, -2.0, 0.5, 3.0, -1.0], &Device::Cpu).unwrap();
-    let composed = ops::log_softmax(&logits).unwrap();
-    let (picked, entropy) = fused::target_logprobs(&logits, &targets).unwrap();
+    let (lse, g) = (random(&[5]), random(&[5]));
     close(
-        &picked,
-        &composed
-            .gather(&targets.unsqueeze(1).unwrap(), 1)
-            .unwrap()
-            .squeeze(1)
-            .unwrap(),
-        "target logprob",
+        &fused::chunk_statistics(&logits).unwrap(),
+        &ops::chunk_statistics(&logits).unwrap(),
+        "chunk statistics",
     );
-    let p = composed.exp().unwrap();
     close(
-        &entropy,
-        &(p * &composed).unwrap().sum(1).unwrap().neg().unwrap(),
-        "entropy",
-    );
-    let gf = (picked * &scale)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
-    let gc = (composed
-        .gather(&targets.unsqueeze(1).unwrap(), 1)
-        .unwrap()
-        .squeeze(1)
-        .unwrap()
-        * &scale)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
-    close(
-        gf.get(&logits).unwrap(),
-        gc.get(&logits).unwrap(),
-        "target logprob dlogits",
+        &fused::chunk_gradient(&logits, &lse, &g).unwrap(),
+        &ops::chunk_gradient(&logits, &lse, &g).unwrap(),
+        "chunk gradient",
     );
 
     // Grouped-query attention: 3 query heads over 1 key/value head would not divide evenly,
@@ -417,5 +402,93 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
         l(f).backward().unwrap().get(&x).unwrap(),
         l(c).backward().unwrap().get(&x).unwrap(),
         "swiglu dx",
+    );
+}
+
+fn cosine(a: &Tensor, b: &Tensor) -> f64 {
+    let (a, b) = (
+        a.flatten_all().unwrap().to_dtype(DType::F64).unwrap(),
+        b.flatten_all().unwrap().to_dtype(DType::F64).unwrap(),
+    );
+    let dot = (&a * &b)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .to_scalar::<f64>()
+        .unwrap();
+    let norm = |x: &Tensor| {
+        x.sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap()
+            .sqrt()
+    };
+    dot / (norm(&a) * norm(&b))
+}
+
+/// `dtype: bf16`: matmuls in bf16 (on the CPU, fp32 products rounded to bf16), fp32 masters
+/// for trained weights and gradients that point where fp32's do; a LoRA base held in bf16,
+/// 2 bytes a parameter, with fp32 adapters that train.
+#[test]
+fn bf16_trains_fp32_masters_and_holds_a_lora_base_in_bf16() {
+    use agentrl_train::config::{Precision, TrainConfig};
+    use agentrl_train::run::load_model;
+    let dir = tempfile::tempdir().unwrap();
+    common::write_model(dir.path(), "qwen2", false, 5);
+    let bf16 = TrainConfig {
+        dtype: Precision::Bf16,
+        ..TrainConfig::default()
+    };
+    let (mut full, _) = load_model(dir.path(), &bf16).unwrap();
+    full.make_trainable(None, 0).unwrap();
+    assert!(full.vars().iter().all(|(_, v)| v.dtype() == DType::F32));
+    let mut reference = tiny(DType::F32);
+    reference.make_trainable(None, 0).unwrap();
+    let (a, b) = (
+        step::gradients(&full, &seqs(), Objective::Nll, 64).unwrap(),
+        step::gradients(&reference, &seqs(), Objective::Nll, 64).unwrap(),
+    );
+    for (i, (name, _)) in full.vars().iter().enumerate() {
+        let c = cosine(a.get(i).unwrap(), b.get(i).unwrap());
+        assert!(
+            c > 0.99,
+            "{name}: cosine {c} between bf16 and fp32 gradients"
+        );
+    }
+
+    let lora = TrainConfig {
+        lora: Some(LoraConfig {
+            rank: 4,
+            alpha: 8.0,
+            dropout: 0.0,
+            target_modules: agentrl_train::model::lora::MODULES
+                .map(String::from)
+                .to_vec(),
+        }),
+        ..bf16
+    };
+    let (mut model, _) = load_model(dir.path(), &lora).unwrap();
+    let base = model.state_dict(false).unwrap();
+    assert!(base.values().all(|t| t.dtype() == DType::BF16));
+    model.make_trainable(lora.lora.as_ref(), 0).unwrap();
+    assert!(model.vars().iter().all(|(_, v)| v.dtype() == DType::F32));
+    let mut optimizer = AdamW::new(model.vars(), &OptimizerConfig::default()).unwrap();
+    let mut losses = Vec::new();
+    for _ in 0..6 {
+        let mut ctx = StepContext {
+            model: &model,
+            reference: None,
+            optimizer: &mut optimizer,
+            lr: 3e-2,
+            budget: 64,
+            dropout: None,
+        };
+        losses.push(train_step(&mut ctx, &seqs(), Objective::Nll).unwrap().loss);
+    }
+    assert!(
+        losses[5] < losses[0] * 0.9,
+        "LoRA in bf16 does not learn: {losses:?}"
     );
 }

@@ -278,3 +278,59 @@ fn broken_model_directories_fail_naming_the_file() {
         .to_string();
     assert!(e.contains("line 1") && e.contains("response_ids"), "{e}");
 }
+
+/// bf16: every matmul's output rounded to 8 significant bits (relative error up to 2⁻⁹), in
+/// a forward whose norms, softmaxes and log-sum-exp stay fp32. The logprobs of the tiny test
+/// models (logits up to ~10 in magnitude) then move by a few hundredths; the bound below is
+/// 0.1 nats. What the bf16 path must not do is drift by whole nats (a wrong RoPE or a bf16
+/// softmax over a long row does).
+#[test]
+fn bf16_logprobs_stay_within_a_tenth_of_a_nat_of_fp32() {
+    use agentrl_train::config::{Precision, TrainConfig};
+    use agentrl_train::run::load_model;
+    use agentrl_train::step::{TrainSeq, response_logprobs};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model");
+    let config = common::write_model(&model, "qwen2", false, 9);
+    let input = inputs(dir.path(), config.vocab_size as u32);
+    let fp32 = ours(&model, &input);
+    let bf16 = TrainConfig {
+        dtype: Precision::Bf16,
+        ..TrainConfig::default()
+    };
+    let (loaded, _) = load_model(&model, &bf16).unwrap();
+    assert_eq!(loaded.compute_dtype(), DType::BF16);
+    let seqs: Vec<TrainSeq> = std::fs::read_to_string(&input)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let ids = |k: &str| -> Vec<u32> {
+                v[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap() as u32)
+                    .collect()
+            };
+            let (prompt, response) = (ids("prompt_ids"), ids("response_ids"));
+            let n = response.len();
+            TrainSeq {
+                start: prompt.len(),
+                ids: [prompt, response].concat(),
+                mask: vec![true; n],
+                advantages: vec![0.0; n],
+                behaviour: None,
+                rollout: 0,
+                weight: 0.0,
+            }
+        })
+        .collect();
+    let ours_bf16: Vec<Vec<f64>> = response_logprobs(&loaded, &seqs, 4096)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.into_iter().map(f64::from).collect())
+        .collect();
+    let err = max_error(&fp32, &ours_bf16);
+    assert!(err > 0.0, "bf16 computed exactly like fp32: not bf16");
+    assert!(err <= 0.1, "bf16 vs fp32: max abs error {err}");
+}

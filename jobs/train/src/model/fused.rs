@@ -1,15 +1,14 @@
 //! Fused CPU kernels with their own backward pass (candle `CustomOp`s): RMSNorm, softmax, the
 //! bias row of a linear layer, causal attention with RoPE ([`attention`]), the MLP gate
-//! ([`swiglu`]), and the log-probability of target tokens (log-softmax + gather), plus the
-//! entropy metric.
+//! ([`swiglu`]), and the per-row statistics and softmax gradient of a vocabulary chunk
+//! ([`super::vocab`]).
 //!
 //! candle's composed forms allocate a tensor per primitive in the forward and again in the
 //! backward; on the small matrices of a training step that overhead, not arithmetic,
 //! dominates. Each kernel here is one pass over rows (rayon-parallel, each row independent, so
-//! results do not depend on the thread count). The target log-probability never materialises
-//! a `[N, vocab]` log-softmax: the forward reads the logits once, the backward writes one
-//! gradient. Other devices and dtypes use the composed ops of [`super::ops`]; tests check that
-//! both agree and that gradients equal finite differences.
+//! results do not depend on the thread count). Other devices and dtypes use the composed ops
+//! of [`super::ops`]; tests check that both agree and that gradients equal finite
+//! differences.
 
 use candle_core::{
     CpuStorage, CustomOp1, CustomOp2, CustomOp3, DType, Device, Layout, Result, Shape, Tensor,
@@ -616,104 +615,92 @@ pub fn softmax(x: &Tensor) -> Result<Tensor> {
     }
 }
 
-// ---- target log-probabilities -------------------------------------------------------------
+// ---- vocabulary chunks ----------------------------------------------------------------------
 
-/// `[N, V]` logits in, `[N, 3]` out: per row the target's log-probability, the entropy and the
-/// log-sum-exp (which the backward reuses), from one exponential per logit.
-struct TargetLogprob(Arc<Vec<u32>>);
-struct TargetLogprobGrad(Arc<Vec<u32>>);
+/// `[N, C]` logits of one vocabulary chunk in, `[N, 3]` out: per row the max `m`, `Σ e^(l−m)`
+/// and `Σ e^(l−m)·(l−m)`, from one exponential per logit ([`super::vocab`] combines chunks).
+struct ChunkStats;
 
-/// Columns of [`TargetLogprob`]'s output.
-const LOGPROB: usize = 0;
-const ENTROPY: usize = 1;
-const LSE: usize = 2;
+/// Columns of [`ChunkStats`]' output.
+pub(crate) const MAX: usize = 0;
+pub(crate) const SUM: usize = 1;
+pub(crate) const WEIGHTED: usize = 2;
 
-fn logprob_fwd<T: Float>(
-    x: &CpuStorage,
-    lx: &Layout,
-    targets: &[u32],
-) -> Result<(CpuStorage, Shape)> {
-    let x = data::<T>(x, lx, "target_logprob")?;
-    let v = lx.dims().last().copied().unwrap_or(1);
-    if targets.len() * v != x.len() || targets.iter().any(|&t| t as usize >= v) {
-        return Err(candle_core::Error::Msg(
-            "target_logprob: a target outside the vocabulary or one per row missing".into(),
-        ));
-    }
-    let mut out = vec![T::default(); 3 * targets.len()];
-    out.par_chunks_mut(3)
-        .zip(x.par_chunks(v).zip(targets.par_iter()))
-        .for_each_init(
-            || vec![T::default(); v],
-            |e, (out, (row, &t))| {
-                let max = row_max(row);
-                for (e, &z) in e.iter_mut().zip(row) {
-                    *e = (z - max).exp();
-                }
-                // H = ln Σe − Σ(z − max)·e / Σe, all relative to the max.
-                let sum = sum(e);
-                let weighted = dot_by(e, row, |z| z - max);
-                let lse = max.get() + sum.get().ln();
-                out[LOGPROB] = T::of(row[t as usize].get() - lse);
-                out[ENTROPY] = T::of(sum.get().ln() - weighted.get() / sum.get());
-                out[LSE] = T::of(lse);
-            },
-        );
-    Ok((T::store(out), Shape::from((targets.len(), 3))))
+fn chunk_stats<T: Float>(x: &CpuStorage, lx: &Layout) -> Result<(CpuStorage, Shape)> {
+    let x = data::<T>(x, lx, "chunk_stats")?;
+    let (n, c) = lx.shape().dims2()?;
+    let mut out = vec![T::default(); 3 * n];
+    out.par_chunks_mut(3).zip(x.par_chunks(c)).for_each_init(
+        || vec![T::default(); c],
+        |e, (out, row)| {
+            let max = row_max(row);
+            for (e, &z) in e.iter_mut().zip(row) {
+                *e = (z - max).exp();
+            }
+            out[MAX] = max;
+            out[SUM] = sum(e);
+            out[WEIGHTED] = dot_by(e, row, |z| z - max);
+        },
+    );
+    Ok((T::store(out), Shape::from((n, 3))))
 }
 
-impl CustomOp1 for TargetLogprob {
+impl CustomOp1 for ChunkStats {
     fn name(&self) -> &'static str {
-        "fused-target-logprob"
+        "fused-chunk-stats"
     }
     fn cpu_fwd(&self, x: &CpuStorage, lx: &Layout) -> Result<(CpuStorage, Shape)> {
-        dispatch!(x, logprob_fwd(x, lx, &self.0))
-    }
-    fn bwd(&self, x: &Tensor, out: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
-        let g = g.narrow(1, LOGPROB, 1)?.contiguous()?;
-        let lse = out.narrow(1, LSE, 1)?.contiguous()?;
-        Ok(Some(x.apply_op3_no_bwd(
-            &lse,
-            &g,
-            &TargetLogprobGrad(self.0.clone()),
-        )?))
+        dispatch!(x, chunk_stats(x, lx))
     }
 }
 
-fn logprob_grad<T: Float>(
+/// Per row of `logits [N, C]`: `[N, 3]` of the max, `Σ e^(l−max)` and `Σ e^(l−max)·(l−max)`,
+/// in at least fp32. Fused on CPU, composed elsewhere. No backward (statistics).
+///
+/// # Errors
+/// A logits tensor that is not 2-D.
+pub fn chunk_statistics(logits: &Tensor) -> Result<Tensor> {
+    if fused(logits) {
+        logits.contiguous()?.apply_op1_no_bwd(&ChunkStats)
+    } else {
+        super::ops::chunk_statistics(logits)
+    }
+}
+
+/// `−g·e^(l − lse)` of one chunk's logits `[N, C]` and per-row `lse`, `g` `[N]`: the
+/// gradient of `Σ g·logp` with respect to the logits but for the target's `+g`.
+struct ChunkGrad;
+
+fn chunk_grad<T: Float>(
     x: &CpuStorage,
     lx: &Layout,
     lse: &CpuStorage,
     ll: &Layout,
     g: &CpuStorage,
     lg: &Layout,
-    targets: &[u32],
 ) -> Result<(CpuStorage, Shape)> {
     let (x, lse, g) = (
-        data::<T>(x, lx, "target_logprob")?,
-        data::<T>(lse, ll, "target_logprob")?,
-        data::<T>(g, lg, "target_logprob")?,
+        data::<T>(x, lx, "chunk_grad")?,
+        data::<T>(lse, ll, "chunk_grad")?,
+        data::<T>(g, lg, "chunk_grad")?,
     );
-    let v = lx.dims().last().copied().unwrap_or(1);
+    let (_, c) = lx.shape().dims2()?;
     let mut dx = vec![T::default(); x.len()];
-    dx.par_chunks_mut(v)
-        .zip(x.par_chunks(v))
+    dx.par_chunks_mut(c)
+        .zip(x.par_chunks(c))
         .enumerate()
         .for_each(|(n, (dx, row))| {
-            // d logp[t] / d x = onehot(t) − softmax(x).
             let (lse, gn) = (lse[n], g[n]);
             for (dx, &z) in dx.iter_mut().zip(row) {
                 *dx = -gn * (z - lse).exp();
             }
-            let k = targets[n] as usize;
-            dx[k] += gn;
         });
     Ok((T::store(dx), lx.shape().clone()))
 }
 
-impl CustomOp3 for TargetLogprobGrad {
+impl CustomOp3 for ChunkGrad {
     fn name(&self) -> &'static str {
-        "fused-target-logprob-grad"
+        "fused-chunk-grad"
     }
     fn cpu_fwd(
         &self,
@@ -724,27 +711,22 @@ impl CustomOp3 for TargetLogprobGrad {
         g: &CpuStorage,
         lg: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        dispatch!(x, logprob_grad(x, lx, lse, ll, g, lg, &self.0))
+        dispatch!(x, chunk_grad(x, lx, lse, ll, g, lg))
     }
 }
 
-/// `log softmax(logits)[n, targets[n]]` for `logits [N, V]` and u32 `targets [N]`, with the
-/// entropy of each row (detached): fused on CPU.
-pub fn target_logprobs(logits: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
+/// `−g·softmax` of a chunk: `−g[n]·e^(logits[n, j] − lse[n])`, `[N, C]` in at least fp32
+/// (`lse` and `g` in that dtype). Fused on CPU, composed elsewhere.
+///
+/// # Errors
+/// Shapes that disagree.
+pub fn chunk_gradient(logits: &Tensor, lse: &Tensor, g: &Tensor) -> Result<Tensor> {
     if fused(logits) {
-        let ids = Arc::new(targets.flatten_all()?.to_vec1::<u32>()?);
-        let out = logits.contiguous()?.apply_op1(TargetLogprob(ids))?;
-        let picked = out.narrow(1, LOGPROB, 1)?.squeeze(1)?;
-        let entropy = out.narrow(1, ENTROPY, 1)?.squeeze(1)?.detach();
-        Ok((picked, entropy))
+        logits
+            .contiguous()?
+            .apply_op3_no_bwd(&lse.contiguous()?, &g.contiguous()?, &ChunkGrad)
     } else {
-        let logp = super::ops::log_softmax(logits)?;
-        let picked = logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
-        let detached = logp.detach();
-        let entropy = (detached.exp()? * &detached)?
-            .sum(candle_core::D::Minus1)?
-            .neg()?;
-        Ok((picked, entropy))
+        super::ops::chunk_gradient(logits, lse, g)
     }
 }
 

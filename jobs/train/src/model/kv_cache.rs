@@ -186,8 +186,9 @@ impl Model {
             let keys = ops::repeat_kv(&k, heads / kv_heads)?;
             let values = ops::repeat_kv(&v, heads / kv_heads)?;
             grown.push((k, v));
-            let scores = (q.matmul(&keys.t()?.contiguous()?)? * scale)?.broadcast_add(mask)?;
-            ops::merge_heads(&fused::softmax(&scores)?.matmul(&values)?)
+            let scores =
+                (ops::matmul(&q, &keys.t()?.contiguous()?)? * scale)?.broadcast_add(mask)?;
+            ops::merge_heads(&ops::matmul(&fused::softmax(&scores)?, &values)?)
         })?;
         cache.layers = grown;
         for (i, tokens) in new.iter().enumerate() {

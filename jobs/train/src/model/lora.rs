@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::ops;
 use crate::error::{Result, TrainError};
 
 /// The linear layers of a Qwen2 / Llama block that adapters can target.
@@ -95,7 +96,7 @@ impl Adapter {
     pub(crate) fn apply(&self, x: &Tensor, dtype: DType) -> candle_core::Result<Tensor> {
         let a = self.a.to_dtype(dtype)?;
         let b = self.b.to_dtype(dtype)?;
-        x.matmul(&a.t()?)?.matmul(&b.t()?)? * self.scale
+        ops::matmul(&ops::matmul(x, &a.t()?)?, &b.t()?)? * self.scale
     }
 }
 
@@ -131,11 +132,9 @@ impl Adapters {
             let a: Vec<f32> = (0..config.rank * inp)
                 .map(|_| rng.random_range(-bound..bound) as f32)
                 .collect();
-            let dtype = weight.dtype();
-            let a = Var::from_tensor(
-                &Tensor::from_vec(a, (config.rank, inp), device)?.to_dtype(dtype)?,
-            )?;
-            let b = Var::zeros((out, config.rank), dtype, device)?;
+            // fp32 masters whatever the base's dtype: the forward casts them.
+            let a = Var::from_tensor(&Tensor::from_vec(a, (config.rank, inp), device)?)?;
+            let b = Var::zeros((out, config.rank), DType::F32, device)?;
             vars.push((format!("{module}.lora_A.weight"), a.clone()));
             vars.push((format!("{module}.lora_B.weight"), b.clone()));
             by_module.insert(
@@ -257,8 +256,9 @@ impl Adapters {
             let module = name.strip_suffix(".weight").unwrap_or_default();
             let merged = match self.by_module.get(module) {
                 Some(a) => {
+                    // In fp32, then back to the base's dtype: one rounding, not two.
                     let delta = (a.b.detach().matmul(&a.a.detach())? * a.scale)?;
-                    (w.detach() + delta.to_dtype(w.dtype())?)?
+                    (w.detach().to_dtype(DType::F32)? + delta)?.to_dtype(w.dtype())?
                 }
                 None => w.detach(),
             };

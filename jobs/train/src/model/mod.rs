@@ -12,6 +12,7 @@ pub mod kv_cache;
 pub mod lora;
 pub mod ops;
 pub mod rope;
+pub mod vocab;
 mod weights;
 
 pub use weights::{read_tensors, save_safetensors, weight_files};
@@ -141,8 +142,9 @@ impl Model {
         }
     }
 
-    /// An independent frozen copy of the current weights (the KL reference for full
-    /// fine-tuning); under LoRA the base weights alone, since the adapters start at zero.
+    /// An independent frozen copy of the current weights in the compute dtype (the KL
+    /// reference for full fine-tuning: 2 bytes a parameter in bf16); under LoRA the base
+    /// weights alone, shared, since the adapters start at zero.
     ///
     /// # Errors
     /// Out of memory.
@@ -156,7 +158,7 @@ impl Model {
             None => self
                 .tensors
                 .iter()
-                .map(|(k, t)| Ok((k.clone(), t.detach().copy()?)))
+                .map(|(k, t)| Ok((k.clone(), t.detach().to_dtype(self.compute)?.copy()?)))
                 .collect::<Result<_>>()?,
         };
         Ok(Self::untrained(
@@ -183,7 +185,7 @@ impl Model {
         dropout: &mut Option<Dropout<'_>>,
     ) -> candle_core::Result<Tensor> {
         let w = self.weight(&format!("{module}.weight"))?;
-        let mut y = x.matmul(&w.t()?)?;
+        let mut y = ops::matmul(x, &w.t()?)?;
         if bias {
             y = fused::add_bias(&y, &self.weight(&format!("{module}.bias"))?)?;
         }
@@ -238,7 +240,7 @@ impl Model {
                 .collect::<candle_core::Result<Vec<_>>>()?;
             Tensor::cat(&parts, 0)
         };
-        let y = x.matmul(&stacked("weight")?.t()?)?;
+        let y = ops::matmul(x, &stacked("weight")?.t()?)?;
         if bias {
             fused::add_bias(&y, &stacked("bias")?)
         } else {
@@ -385,22 +387,45 @@ impl Model {
         fused::rms_norm(&x, &self.weight("model.norm.weight")?, c.rms_norm_eps)
     }
 
+    /// The output head `[vocab, hidden]` in the compute dtype: the embedding when tied.
+    ///
+    /// # Errors
+    /// A missing tensor.
+    pub fn head(&self) -> Result<Tensor> {
+        Ok(self.weight(self.head_name())?)
+    }
+
+    fn head_name(&self) -> &'static str {
+        if self.config.tie_word_embeddings {
+            "model.embed_tokens.weight"
+        } else {
+            "lm_head.weight"
+        }
+    }
+
+    /// The index in [`Self::vars`] of the head's weight when it is trained (full fine-tuning;
+    /// under LoRA the head is frozen).
+    #[must_use]
+    pub fn head_var(&self) -> Option<usize> {
+        let name = self.head_name();
+        self.vars.iter().position(|(n, _)| n == name)
+    }
+
     /// Logits `[N, vocab]` of the hidden rows `rows` (u32 indices into `hidden`'s first axis):
-    /// the output head runs only where a prediction is needed.
+    /// the output head runs only where a prediction is needed (sampling: one row per
+    /// sequence).
     ///
     /// # Errors
     /// Shape errors.
     pub fn logits_at(&self, hidden: &Tensor, rows: &Tensor) -> Result<Tensor> {
-        let head = if self.config.tie_word_embeddings {
-            self.weight("model.embed_tokens.weight")?
-        } else {
-            self.weight("lm_head.weight")?
-        };
-        Ok(hidden.index_select(rows, 0)?.matmul(&head.t()?)?)
+        Ok(ops::matmul(
+            &hidden.index_select(rows, 0)?,
+            &self.head()?.t()?,
+        )?)
     }
 
-    /// Log-probabilities `[N]` (fp32 or wider) of `targets` under the logits at `rows`, and the
-    /// entropy of each of those distributions (detached: a metric, not a loss term).
+    /// Log-probabilities of `targets` and the entropies at the hidden rows `rows`, over
+    /// vocabulary chunks ([`vocab::forward`]), recording no graph.
     ///
     /// # Errors
     /// Shape errors.
@@ -409,10 +434,8 @@ impl Model {
         hidden: &Tensor,
         rows: &Tensor,
         targets: &Tensor,
-    ) -> Result<(Tensor, Tensor)> {
-        Ok(fused::target_logprobs(
-            &self.logits_at(hidden, rows)?,
-            targets,
-        )?)
+    ) -> Result<vocab::HeadOutput> {
+        let h = hidden.index_select(rows, 0)?.detach();
+        Ok(vocab::forward(&h, &self.head()?.detach(), targets)?)
     }
 }

@@ -19,11 +19,14 @@ pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
         .broadcast_mul(weight)
 }
 
-/// Softmax over the last dimension.
+/// Softmax over the last dimension, computed in at least fp32 and returned in `x`'s dtype
+/// (attention weights in bf16 are softmaxed in fp32, as transformers does).
 pub fn softmax(x: &Tensor) -> Result<Tensor> {
+    let dtype = x.dtype();
+    let x = upcast(x)?;
     let max = x.max_keepdim(D::Minus1)?.detach();
     let e = x.broadcast_sub(&max)?.exp()?;
-    e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
+    e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?.to_dtype(dtype)
 }
 
 /// Log-softmax over the last dimension, in at least fp32.
@@ -35,8 +38,45 @@ pub fn log_softmax(x: &Tensor) -> Result<Tensor> {
     shifted.broadcast_sub(&log_sum)
 }
 
+/// `a·b`. bf16 on the CPU, which candle's CPU matmul does not take, multiplies in fp32 and
+/// rounds the product back: what a GPU's bf16 matmul gives (fp32 accumulation, bf16 output).
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.device().is_cpu() && a.dtype() == DType::BF16 {
+        return a
+            .to_dtype(DType::F32)?
+            .matmul(&b.to_dtype(DType::F32)?)?
+            .to_dtype(DType::BF16);
+    }
+    a.matmul(b)
+}
+
+/// Per row of `logits [N, C]`: the max, `Σ e^(l−max)` and `Σ e^(l−max)·(l−max)` side by side,
+/// `[N, 3]`, in at least fp32 (see [`super::fused::chunk_statistics`]), composed.
+pub fn chunk_statistics(logits: &Tensor) -> Result<Tensor> {
+    let logits = upcast(logits)?;
+    let max = logits.max_keepdim(D::Minus1)?;
+    let shifted = logits.broadcast_sub(&max)?;
+    let e = shifted.exp()?;
+    Tensor::cat(
+        &[
+            max,
+            e.sum_keepdim(D::Minus1)?,
+            (&e * &shifted)?.sum_keepdim(D::Minus1)?,
+        ],
+        1,
+    )
+}
+
+/// `−g[n]·e^(logits[n, j] − lse[n])` (see [`super::fused::chunk_gradient`]), composed.
+pub fn chunk_gradient(logits: &Tensor, lse: &Tensor, g: &Tensor) -> Result<Tensor> {
+    upcast(logits)?
+        .broadcast_sub(&lse.unsqueeze(1)?)?
+        .exp()?
+        .broadcast_mul(&g.neg()?.unsqueeze(1)?)
+}
+
 /// Half-precision inputs are computed in fp32; fp32 and fp64 stay as they are.
-fn upcast(x: &Tensor) -> Result<Tensor> {
+pub(crate) fn upcast(x: &Tensor) -> Result<Tensor> {
     match x.dtype() {
         DType::BF16 | DType::F16 => x.to_dtype(DType::F32),
         _ => Ok(x.clone()),
@@ -115,8 +155,8 @@ pub fn attention(
     let v = repeat_kv(&v, group)?;
     let mask = causal_mask(shape.len, shape.window, qkv.dtype(), qkv.device())?;
     let scale = 1.0 / (shape.head_dim as f64).sqrt();
-    let scores = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
-    merge_heads(&softmax(&scores)?.matmul(&v)?)
+    let scores = (matmul(&q, &k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
+    merge_heads(&matmul(&softmax(&scores)?, &v)?)
 }
 
 /// `[B, H, T, d]` → `[B·T, H·d]`.
