@@ -4,6 +4,8 @@
 //! - **the head**: 4 × 1,024 response tokens of a Qwen2 with a 151,936-token vocabulary,
 //!   hidden 64, 2 layers, untied (19.5M parameters), full fine-tuning. The goal: below 1 GB
 //!   (the `[tokens, vocab]` logits alone would be 2.5 GB, and their gradient as much again).
+//! - **activation checkpointing**: 2 × 2,048 tokens, hidden 256, 8 layers, fp32, without and
+//!   with `gradient_checkpointing`. The goal: at most half the peak.
 //!
 //! `cargo bench -p agentrl-train --bench step_memory` (figures in BENCHMARKS.md).
 
@@ -33,13 +35,29 @@ fn qwen2(vocab: usize, hidden: usize, layers: usize, heads: usize) -> Value {
 }
 
 fn main() -> anyhow::Result<()> {
-    let cases = [Case {
-        name: "head: Qwen2 V=151,936 H=64 L=2, 4 × 1,024, full fine-tuning",
-        model: qwen2(151_936, 64, 2, 4),
-        batch: 4,
-        seq: 1024,
-        config: json!({}),
-    }];
+    let cases = [
+        Case {
+            name: "head: Qwen2 V=151,936 H=64 L=2, 4 × 1,024, full fine-tuning",
+            model: qwen2(151_936, 64, 2, 4),
+            batch: 4,
+            seq: 1024,
+            config: json!({}),
+        },
+        Case {
+            name: "layers: H=256 L=8 V=4,096, 2 × 2,048, stored activations",
+            model: qwen2(4096, 256, 8, 4),
+            batch: 2,
+            seq: 2048,
+            config: json!({"gradient_checkpointing": false}),
+        },
+        Case {
+            name: "layers: H=256 L=8 V=4,096, 2 × 2,048, gradient_checkpointing",
+            model: qwen2(4096, 256, 8, 4),
+            batch: 2,
+            seq: 2048,
+            config: json!({"gradient_checkpointing": true}),
+        },
+    ];
     let work = tempfile::tempdir()?;
     println!("case\tparameters\tstep ms\tpeak RSS MB");
     for (i, case) in cases.iter().enumerate() {

@@ -26,6 +26,9 @@ pub struct TrainConfig {
     pub max_seq_len: Option<usize>,
     /// The precision of the forward: `auto` (bf16 on a GPU, fp32 on the CPU), `bf16`, `fp32`.
     pub dtype: Precision,
+    /// Recompute each decoder layer in the backward instead of keeping its activations
+    /// (`null`: on with a GPU, off on the CPU).
+    pub gradient_checkpointing: Option<bool>,
     /// Write a resumable checkpoint every N optimizer steps (0 = only at the end).
     pub checkpoint_every: u64,
     /// With an `s3://` output, mirror `metrics.jsonl` (the run's progress) at most every N
@@ -56,6 +59,7 @@ impl Default for TrainConfig {
             micro_batch_tokens: 8192,
             max_seq_len: None,
             dtype: Precision::Auto,
+            gradient_checkpointing: None,
             checkpoint_every: 50,
             progress_every_s: 30,
             eval_every: 10,
@@ -254,6 +258,12 @@ impl TrainConfig {
     #[must_use]
     pub fn seq_limit(&self, model_positions: usize) -> usize {
         self.max_seq_len.unwrap_or(model_positions)
+    }
+
+    /// Whether decoder layers are recomputed in the backward on `device`.
+    #[must_use]
+    pub fn checkpointing(&self, device: &candle_core::Device) -> bool {
+        self.gradient_checkpointing.unwrap_or(device.is_cuda())
     }
 
     /// Reads a config file: unknown keys and wrong types are errors naming their path.

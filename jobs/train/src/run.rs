@@ -320,6 +320,7 @@ pub fn bench(
             lr: 1e-4,
             budget: config.micro_batch_tokens,
             dropout: None,
+            checkpointing: config.checkpointing(model.device()),
         };
         train_step(&mut ctx, &seqs, Objective::Nll)?;
         if i >= 2 {
@@ -333,6 +334,8 @@ pub fn bench(
         "seq": seq,
         "lora_rank": config.lora.as_ref().map(|l| l.rank),
         "micro_batch_tokens": config.micro_batch_tokens,
+        "gradient_checkpointing": config.checkpointing(model.device()),
+        "dtype": format!("{:?}", model.compute_dtype()).to_lowercase(),
         "trainable_parameters": model.trainable_parameters(),
         "step_ms": median * 1e3,
         "tokens_per_s": (batch * seq) as f64 / median,

@@ -3,11 +3,10 @@
 //! log-likelihood or the GRPO loss of [`crate::loss`].
 
 use candle_core::{DType, Device, Tensor, Var};
-use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Result, TrainError};
 use crate::loss::{Clip, TokenInputs, grpo_loss};
-use crate::model::{Dropout, Model, vocab};
+use crate::model::{Dropout, Model, Sink, vocab};
 use crate::optim::{Accumulator, AdamW};
 
 /// One training sequence: prompt then response, with per-response-token data.
@@ -152,7 +151,7 @@ pub fn response_logprobs(model: &Model, seqs: &[TrainSeq], budget: usize) -> Res
         if p.index.is_empty() {
             continue;
         }
-        let hidden = frozen.hidden(&p.ids, &mut None)?;
+        let hidden = frozen.hidden(&p.ids, None)?;
         let logp = frozen
             .token_logprobs(&hidden, &p.rows, &p.targets)?
             .logp
@@ -183,8 +182,10 @@ pub struct StepContext<'a> {
     pub lr: f64,
     /// Micro-batch budget in padded tokens.
     pub budget: usize,
-    /// LoRA dropout probability and its generator.
-    pub dropout: Option<(f64, &'a mut ChaCha8Rng)>,
+    /// LoRA dropout, its seed this step's (each micro-batch and update derives its own).
+    pub dropout: Option<Dropout>,
+    /// Recompute each decoder layer in the backward instead of keeping its activations.
+    pub checkpointing: bool,
 }
 
 /// Runs the objective's updates on `seqs` (weights in each sequence's `weight`).
@@ -198,21 +199,27 @@ pub fn train_step(
 ) -> Result<StepStats> {
     let model = ctx.model;
     let mut pass = Pass::new(model, ctx.reference, seqs, ctx.budget)?;
+    pass.checkpointing = ctx.checkpointing;
     let updates = match objective {
         Objective::Nll => 1,
         Objective::Grpo { updates, .. } => updates.max(1),
     };
     let mut stats = StepStats::default();
-    for _ in 0..updates {
-        let (acc, mut s) = pass.gradients(objective, ctx.dropout.as_mut())?;
+    for update in 0..updates {
+        let dropout = ctx.dropout.map(|d| Dropout {
+            seed: d.seed ^ u64::from(update).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ..d
+        });
+        let (acc, mut s) = pass.gradients(objective, dropout)?;
         s.grad_norm = ctx.optimizer.step(model.vars(), &acc, ctx.lr)?;
         stats = s;
     }
     Ok(stats)
 }
 
-/// The gradients one update of `objective` on `seqs` applies (no dropout), accumulated over
-/// micro-batches of `budget` padded tokens: what [`train_step`] hands the optimizer.
+/// The gradients one update of `objective` on `seqs` applies, accumulated over micro-batches
+/// of `budget` padded tokens, with or without activation checkpointing and LoRA dropout: what
+/// [`train_step`] hands the optimizer.
 ///
 /// # Errors
 /// Tensor failures, a batch without loss tokens.
@@ -221,10 +228,12 @@ pub fn gradients(
     seqs: &[TrainSeq],
     objective: Objective,
     budget: usize,
+    checkpointing: bool,
+    dropout: Option<Dropout>,
 ) -> Result<Accumulator> {
-    Ok(Pass::new(model, None, seqs, budget)?
-        .gradients(objective, None)?
-        .0)
+    let mut pass = Pass::new(model, None, seqs, budget)?;
+    pass.checkpointing = checkpointing;
+    Ok(pass.gradients(objective, dropout)?.0)
 }
 
 /// The micro-batches of one step and what stays fixed across its updates: π_old and the
@@ -237,6 +246,7 @@ struct Pass<'a> {
     packed: Vec<Packed>,
     old: Vec<Option<Tensor>>,
     reference_logp: Vec<Option<Tensor>>,
+    checkpointing: bool,
 }
 
 /// Sums over a pass's loss tokens.
@@ -270,6 +280,7 @@ impl<'a> Pass<'a> {
             reference_logp: vec![None; packed.len()],
             batches,
             packed,
+            checkpointing: false,
         })
     }
 
@@ -277,7 +288,7 @@ impl<'a> Pass<'a> {
     fn gradients(
         &mut self,
         objective: Objective,
-        mut dropout: Option<&mut (f64, &mut ChaCha8Rng)>,
+        dropout: Option<Dropout>,
     ) -> Result<(Accumulator, StepStats)> {
         let model = self.model;
         let mut acc = Accumulator::new(model.vars().len());
@@ -289,8 +300,12 @@ impl<'a> Pass<'a> {
             }
             let (ids, rows, targets) = (p.ids.clone(), p.rows.clone(), p.targets.clone());
             let tokens = p.index.len();
-            let mut drop = dropout.as_mut().map(|(p, rng)| Dropout { p: *p, rng });
-            let hidden = model.hidden(&ids, &mut drop)?;
+            let dropout = dropout.map(|d| Dropout {
+                seed: d.seed ^ (b as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
+                ..d
+            });
+            let sink = Sink::default();
+            let hidden = model.hidden_for_training(&ids, dropout, self.checkpointing, &sink)?;
             // The decoder keeps its graph up to the scored rows; the head runs outside it over
             // vocabulary chunks, and its backward seeds the decoder's ([`vocab`]).
             let scored = hidden.index_select(&rows, 0)?;
@@ -315,6 +330,9 @@ impl<'a> Pass<'a> {
             let (dh, dhead) =
                 vocab::backward(&h, &head, &targets, &out, &dlogp, head_var.is_some())?;
             acc.add(model.vars(), &(scored * dh)?.sum_all()?.backward()?)?;
+            for (i, g) in sink.take() {
+                acc.add_at(i, &g)?;
+            }
             if let (Some(i), Some(dhead)) = (head_var, dhead) {
                 acc.add_at(i, &dhead)?;
             }
@@ -368,7 +386,7 @@ impl<'a> Pass<'a> {
             let r = self
                 .reference
                 .ok_or_else(|| TrainError::Data("kl_beta > 0 needs a reference model".into()))?;
-            let h = r.hidden(&p.ids, &mut None)?;
+            let h = r.hidden(&p.ids, None)?;
             self.reference_logp[b] = Some(r.token_logprobs(&h, &p.rows, &p.targets)?.logp);
         }
         let advantages = f32s(pick(&|s, j| s.advantages[j]), device, dtype)?;

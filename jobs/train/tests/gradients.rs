@@ -4,10 +4,11 @@
 
 mod common;
 
-use agentrl_train::model::{LoraConfig, Model};
+use agentrl_train::model::{Dropout, LoraConfig, Model};
 use agentrl_train::optim::{AdamW, OptimizerConfig};
 use agentrl_train::step::{self, Objective, StepContext, TrainSeq, train_step};
 use candle_core::{DType, Device, Tensor, Var};
+use rand::Rng;
 
 fn seqs() -> Vec<TrainSeq> {
     let make = |ids: Vec<u32>, start: usize| {
@@ -35,7 +36,7 @@ fn nll(model: &Model, seqs: &[TrainSeq]) -> f64 {
     let mut total = 0.0;
     for s in seqs {
         let ids = Tensor::from_vec(s.ids.clone(), (1, s.ids.len()), d).unwrap();
-        let hidden = model.hidden(&ids, &mut None).unwrap();
+        let hidden = model.hidden(&ids, None).unwrap();
         let rows: Vec<u32> = (s.start - 1..s.ids.len() - 1).map(|r| r as u32).collect();
         let logits = model
             .logits_at(
@@ -79,7 +80,7 @@ fn every_trainable_tensor_receives_a_gradient() {
 /// The gradient of every variable of `model` on the test batch, by name: what a training
 /// step of the SFT objective applies.
 fn gradients(model: &Model) -> Vec<(String, Tensor)> {
-    let acc = step::gradients(model, &seqs(), Objective::Nll, 64).unwrap();
+    let acc = step::gradients(model, &seqs(), Objective::Nll, 64, false, None).unwrap();
     model
         .vars()
         .iter()
@@ -171,7 +172,7 @@ fn finite_differences(tied: bool) {
     let mut model = tiny_tied(DType::F64, tied);
     model.make_trainable(None, 0).unwrap();
     let batch = seqs();
-    let grads = step::gradients(&model, &batch, Objective::Nll, 64).unwrap();
+    let grads = step::gradients(&model, &batch, Objective::Nll, 64, false, None).unwrap();
     let h = 1e-6;
     let mut checked = 0;
     for (k, (name, var)) in model.vars().iter().enumerate() {
@@ -230,7 +231,11 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
             optimizer: &mut optimizer,
             lr: 1e-2,
             budget: 64,
-            dropout: Some((0.1, &mut rng)),
+            dropout: Some(Dropout {
+                p: 0.1,
+                seed: rng.random(),
+            }),
+            checkpointing: false,
         };
         train_step(&mut ctx, &seqs(), Objective::Nll).unwrap();
     }
@@ -304,7 +309,7 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
 #[test]
 fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
     use agentrl_train::model::rope::{Rope, RopeScaling};
-    use agentrl_train::model::{fused, ops};
+    use agentrl_train::model::{attention, fused, ops};
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
     let mut random = |shape: &[usize]| {
@@ -385,11 +390,20 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
         let l = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();
         let f = fused::attention(&qkv, shape, &cos, &sin).unwrap();
         let c = ops::attention(&qkv, shape, &cos, &sin).unwrap();
+        let k = attention::chunked(&qkv, shape, &cos, &sin).unwrap();
         close(&f, &c, &format!("attention, window {window:?}"));
+        close(&k, &c, &format!("chunked attention, window {window:?}"));
+        let dc = l(c).backward().unwrap();
+        let dc = dc.get(&qkv).unwrap();
         close(
             l(f).backward().unwrap().get(&qkv).unwrap(),
-            l(c).backward().unwrap().get(&qkv).unwrap(),
+            dc,
             &format!("attention dqkv, window {window:?}"),
+        );
+        close(
+            l(k).backward().unwrap().get(&qkv).unwrap(),
+            dc,
+            &format!("chunked attention dqkv, window {window:?}"),
         );
     }
 
@@ -447,8 +461,8 @@ fn bf16_trains_fp32_masters_and_holds_a_lora_base_in_bf16() {
     let mut reference = tiny(DType::F32);
     reference.make_trainable(None, 0).unwrap();
     let (a, b) = (
-        step::gradients(&full, &seqs(), Objective::Nll, 64).unwrap(),
-        step::gradients(&reference, &seqs(), Objective::Nll, 64).unwrap(),
+        step::gradients(&full, &seqs(), Objective::Nll, 64, false, None).unwrap(),
+        step::gradients(&reference, &seqs(), Objective::Nll, 64, false, None).unwrap(),
     );
     for (i, (name, _)) in full.vars().iter().enumerate() {
         let c = cosine(a.get(i).unwrap(), b.get(i).unwrap());
@@ -484,11 +498,58 @@ fn bf16_trains_fp32_masters_and_holds_a_lora_base_in_bf16() {
             lr: 3e-2,
             budget: 64,
             dropout: None,
+            checkpointing: false,
         };
         losses.push(train_step(&mut ctx, &seqs(), Objective::Nll).unwrap().loss);
     }
     assert!(
         losses[5] < losses[0] * 0.9,
         "LoRA in bf16 does not learn: {losses:?}"
+    );
+}
+
+/// Activation checkpointing recomputes each layer in the backward: the gradients are those of
+/// the stored activations (f64, to rounding), for full fine-tuning and for LoRA with dropout
+/// (the recomputed layer draws the masks it drew before).
+#[test]
+fn checkpointed_layers_give_the_gradients_of_stored_ones() {
+    let mut model = tiny(DType::F64);
+    model.make_trainable(None, 0).unwrap();
+    let assert_same = |model: &Model, dropout: Option<Dropout>, what: &str| {
+        let stored = step::gradients(model, &seqs(), Objective::Nll, 64, false, dropout).unwrap();
+        let recomputed =
+            step::gradients(model, &seqs(), Objective::Nll, 64, true, dropout).unwrap();
+        for (i, (name, _)) in model.vars().iter().enumerate() {
+            let (a, b) = (stored.get(i).unwrap(), recomputed.get(i).unwrap());
+            let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap();
+            let scale = a.abs().unwrap().max_all().unwrap();
+            let (diff, scale) = (
+                diff.to_scalar::<f32>().unwrap(),
+                scale.to_scalar::<f32>().unwrap(),
+            );
+            assert!(diff <= 1e-6 * scale, "{what} {name}: {diff} (of {scale})");
+        }
+    };
+    assert_same(&model, None, "full");
+    let lora = LoraConfig {
+        rank: 4,
+        alpha: 8.0,
+        dropout: 0.3,
+        target_modules: agentrl_train::model::lora::MODULES
+            .map(String::from)
+            .to_vec(),
+    };
+    model.make_trainable(Some(&lora), 1).unwrap();
+    // Non-zero B, so that every adapter's A has a gradient too.
+    for (name, var) in model.vars() {
+        if name.contains("lora_B") {
+            var.set(&(var.as_tensor().ones_like().unwrap() * 0.01).unwrap())
+                .unwrap();
+        }
+    }
+    assert_same(
+        &model,
+        Some(Dropout { p: 0.3, seed: 7 }),
+        "LoRA with dropout",
     );
 }

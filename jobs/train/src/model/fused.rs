@@ -214,8 +214,10 @@ fn sum<T: Float>(a: &[T]) -> T {
 }
 
 /// Causal self-attention with RoPE on the projections side by side, `qkv [B·T, (H + 2·KV)·d]`
-/// (queries, keys, values), with the `[T, d]` tables of [`super::ops::rope_tables`]: the
-/// output `[B·T, H·d]`. Fused on CPU, composed elsewhere.
+/// (queries, keys, values), with the `[T, d]` rotary tables of [`super::rope::Rope::tables`]:
+/// the output `[B·T, H·d]`. Fused on CPU in fp32 and fp64; elsewhere composed one sequence and
+/// one key/value group at a time and recomputed in the backward
+/// ([`super::attention::chunked`]), so that no `[B, H, T, T]` tensor exists on any device.
 ///
 /// # Errors
 /// Shapes that disagree.
@@ -226,7 +228,7 @@ pub fn attention(
     sin: &Tensor,
 ) -> Result<Tensor> {
     if !fused(qkv) {
-        return super::ops::attention(qkv, shape, cos, sin);
+        return super::attention::chunked(qkv, shape, cos, sin);
     }
     qkv.contiguous()?.apply_op1(attention::Attention {
         shape,

@@ -166,7 +166,7 @@ impl Model {
         }
 
         let mut grown = Vec::with_capacity(c.num_hidden_layers);
-        let hidden = self.decoder(&ids, &mut None, &mut |layer, qkv| {
+        let hidden = self.decoder(&ids, None, &mut |layer, qkv| {
             let shape = self.attention_shape(rows, n, layer);
             let mask = &masks
                 .iter()
@@ -214,7 +214,7 @@ mod tests {
 
     fn full_forward_logits(model: &Model, seq: &[u32]) -> Vec<f32> {
         let ids = Tensor::from_vec(seq.to_vec(), (1, seq.len()), &Device::Cpu).unwrap();
-        let hidden = model.hidden(&ids, &mut None).unwrap();
+        let hidden = model.hidden(&ids, None).unwrap();
         let last = Tensor::from_vec(vec![(seq.len() - 1) as u32], 1, &Device::Cpu).unwrap();
         model
             .logits_at(&hidden, &last)

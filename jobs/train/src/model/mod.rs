@@ -6,6 +6,8 @@
 //! Sequences in a batch are right-padded: with a causal mask no real token attends to a pad,
 //! so no padding mask is needed and padded positions are simply never read.
 
+pub mod attention;
+mod checkpoint;
 pub mod config;
 pub mod fused;
 pub mod kv_cache;
@@ -18,15 +20,18 @@ mod weights;
 pub use weights::{read_tensors, save_safetensors, weight_files};
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use candle_core::{DType, Device, Tensor, Var};
-use rand::Rng;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+pub use checkpoint::Sink;
 pub use config::ModelConfig;
 pub use lora::LoraConfig;
 
 use crate::error::Result;
+use checkpoint::{Recompute, checkpoint};
 
 /// A loaded model: its config, its tensors by Hugging Face name, optional LoRA adapters, and
 /// the variables an optimizer updates.
@@ -41,13 +46,41 @@ pub struct Model {
     device: Device,
 }
 
-/// LoRA dropout on the adapter input, drawn from a seeded generator.
-#[derive(Debug)]
-pub struct Dropout<'a> {
+/// LoRA dropout on the adapter inputs. Each mask is a function of `seed` and the module it
+/// masks, so a layer recomputed by activation checkpointing draws the masks it drew before;
+/// off the CPU the masks are drawn on the device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dropout {
     /// Probability of zeroing an input.
     pub p: f64,
-    /// Where the masks come from.
-    pub rng: &'a mut ChaCha8Rng,
+    /// The masks' seed (one per micro-batch and update).
+    pub seed: u64,
+}
+
+impl Dropout {
+    /// The scaled keep-mask of `x`'s shape for `module`: `1/(1−p)` where kept, 0 elsewhere.
+    fn mask(self, module: &str, x: &Tensor) -> candle_core::Result<Tensor> {
+        let seed = module
+            .bytes()
+            .fold(self.seed ^ 0x9e37_79b9_7f4a_7c15, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        let keep = 1.0 - self.p;
+        let device = x.device();
+        let kept = if device.is_cpu() {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            // P(u < keep·2³²) = keep, one draw a value.
+            let threshold = (keep * 4_294_967_296.0) as u64;
+            let mask: Vec<u8> = (0..x.elem_count())
+                .map(|_| u8::from(u64::from(rng.next_u32()) < threshold))
+                .collect();
+            Tensor::from_vec(mask, x.shape(), device)?
+        } else {
+            device.set_seed(seed)?;
+            Tensor::rand(0f32, 1f32, x.shape(), device)?.lt(keep)?
+        };
+        kept.to_dtype(x.dtype())? * (1.0 / keep)
+    }
 }
 
 impl Model {
@@ -182,7 +215,7 @@ impl Model {
         x: &Tensor,
         module: &str,
         bias: bool,
-        dropout: &mut Option<Dropout<'_>>,
+        dropout: Option<Dropout>,
     ) -> candle_core::Result<Tensor> {
         let w = self.weight(&format!("{module}.weight"))?;
         let mut y = ops::matmul(x, &w.t()?)?;
@@ -191,21 +224,7 @@ impl Model {
         }
         if let Some(adapter) = self.lora.as_ref().and_then(|l| l.get(module)) {
             let input = match dropout {
-                Some(d) if d.p > 0.0 => {
-                    let keep = 1.0 - d.p;
-                    let mask: Vec<f32> = (0..x.elem_count())
-                        .map(|_| {
-                            if d.rng.random::<f64>() < keep {
-                                (1.0 / keep) as f32
-                            } else {
-                                0.0
-                            }
-                        })
-                        .collect();
-                    let mask =
-                        Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
-                    (x * mask)?
-                }
+                Some(d) if d.p > 0.0 => (x * d.mask(module, x)?)?,
                 _ => x.clone(),
             };
             y = (y + adapter.apply(&input, self.compute)?)?;
@@ -220,7 +239,7 @@ impl Model {
         x: &Tensor,
         modules: &[String],
         bias: bool,
-        dropout: &mut Option<Dropout<'_>>,
+        dropout: Option<Dropout>,
     ) -> candle_core::Result<Tensor> {
         let adapted = self
             .lora
@@ -253,23 +272,58 @@ impl Model {
     ///
     /// # Errors
     /// Ids out of the vocabulary, shape errors.
-    pub fn hidden(&self, ids: &Tensor, dropout: &mut Option<Dropout<'_>>) -> Result<Tensor> {
-        Ok(self.hidden_inner(ids, dropout)?)
+    pub fn hidden(&self, ids: &Tensor, dropout: Option<Dropout>) -> Result<Tensor> {
+        let (batch, len) = ids.dims2()?;
+        let (cos, sin) = self.rope_tables(len)?;
+        Ok(self.decoder(ids, dropout, &mut |layer, qkv| {
+            fused::attention(&qkv, self.attention_shape(batch, len, layer), &cos, &sin)
+        })?)
     }
 
-    fn hidden_inner(
+    /// [`Self::hidden`] for a training step: with activation checkpointing each decoder layer
+    /// keeps only its input for the backward and is recomputed there, its parameters'
+    /// gradients going to `sink` (which the caller empties after its backward).
+    ///
+    /// # Errors
+    /// As [`Self::hidden`].
+    pub fn hidden_for_training(
         &self,
         ids: &Tensor,
-        dropout: &mut Option<Dropout<'_>>,
-    ) -> candle_core::Result<Tensor> {
+        dropout: Option<Dropout>,
+        checkpointing: bool,
+        sink: &Sink,
+    ) -> Result<Tensor> {
+        if !checkpointing {
+            return self.hidden(ids, dropout);
+        }
         let (batch, len) = ids.dims2()?;
-        let (cos, sin) =
-            self.config
-                .rope
-                .tables(0..len, self.config.head_dim, self.compute, &self.device)?;
-        self.decoder(ids, dropout, &mut |layer, qkv| {
-            fused::attention(&qkv, self.attention_shape(batch, len, layer), &cos, &sin)
-        })
+        let (cos, sin) = self.rope_tables(len)?;
+        let (model, frozen) = (Arc::new(self.clone()), Arc::new(self.frozen_view()));
+        let mut x = self.embed(&ids.flatten_all()?)?;
+        for layer in 0..self.config.num_hidden_layers {
+            let f = Arc::new(Layer {
+                model: model.clone(),
+                frozen: frozen.clone(),
+                layer,
+                shape: self.attention_shape(batch, len, layer),
+                cos: cos.clone(),
+                sin: sin.clone(),
+                dropout,
+                sink: sink.clone(),
+            });
+            x = checkpoint(&x, f)?;
+        }
+        Ok(fused::rms_norm(
+            &x,
+            &self.weight("model.norm.weight")?,
+            self.config.rms_norm_eps,
+        )?)
+    }
+
+    fn rope_tables(&self, len: usize) -> candle_core::Result<(Tensor, Tensor)> {
+        self.config
+            .rope
+            .tables(0..len, self.config.head_dim, self.compute, &self.device)
     }
 
     /// The attention dimensions of `batch` sequences of `len` positions in `layer`.
@@ -341,50 +395,62 @@ impl Model {
     fn decoder(
         &self,
         ids: &Tensor,
-        dropout: &mut Option<Dropout<'_>>,
+        dropout: Option<Dropout>,
         attend: &mut dyn FnMut(usize, Tensor) -> candle_core::Result<Tensor>,
     ) -> candle_core::Result<Tensor> {
         let c = &self.config;
         let mut x = self.embed(&ids.flatten_all()?)?;
         for layer in 0..c.num_hidden_layers {
-            let p = format!("model.layers.{layer}");
-            let h = fused::rms_norm(
-                &x,
-                &self.weight(&format!("{p}.input_layernorm.weight"))?,
-                c.rms_norm_eps,
-            )?;
-            let attn = format!("{p}.self_attn");
-            let mut qkv = self.linears(
-                &h,
-                &["q_proj", "k_proj", "v_proj"].map(|m| format!("{attn}.{m}")),
-                c.qkv_bias,
-                dropout,
-            )?;
-            if c.qk_norm {
-                qkv = self.qk_norm(&qkv, &attn)?;
-            }
-            let y = attend(layer, qkv)?;
-            x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias, dropout)?)?;
-            let h = fused::rms_norm(
-                &x,
-                &self.weight(&format!("{p}.post_attention_layernorm.weight"))?,
-                c.rms_norm_eps,
-            )?;
-            let mlp = format!("{p}.mlp");
-            let gate_up = self.linears(
-                &h,
-                &["gate_proj", "up_proj"].map(|m| format!("{mlp}.{m}")),
-                c.mlp_bias,
-                dropout,
-            )?;
-            x = (x + self.linear(
-                &fused::swiglu(&gate_up)?,
-                &format!("{mlp}.down_proj"),
-                c.mlp_bias,
-                dropout,
-            )?)?;
+            x = self.block(layer, &x, dropout, &mut |qkv| attend(layer, qkv))?;
         }
         fused::rms_norm(&x, &self.weight("model.norm.weight")?, c.rms_norm_eps)
+    }
+
+    /// Decoder layer `layer` on the residual stream `x [B·T, hidden]`.
+    fn block(
+        &self,
+        layer: usize,
+        x: &Tensor,
+        dropout: Option<Dropout>,
+        attend: &mut dyn FnMut(Tensor) -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let c = &self.config;
+        let p = format!("model.layers.{layer}");
+        let h = fused::rms_norm(
+            x,
+            &self.weight(&format!("{p}.input_layernorm.weight"))?,
+            c.rms_norm_eps,
+        )?;
+        let attn = format!("{p}.self_attn");
+        let mut qkv = self.linears(
+            &h,
+            &["q_proj", "k_proj", "v_proj"].map(|m| format!("{attn}.{m}")),
+            c.qkv_bias,
+            dropout,
+        )?;
+        if c.qk_norm {
+            qkv = self.qk_norm(&qkv, &attn)?;
+        }
+        let y = attend(qkv)?;
+        let x = (x + self.linear(&y, &format!("{attn}.o_proj"), c.o_bias, dropout)?)?;
+        let h = fused::rms_norm(
+            &x,
+            &self.weight(&format!("{p}.post_attention_layernorm.weight"))?,
+            c.rms_norm_eps,
+        )?;
+        let mlp = format!("{p}.mlp");
+        let gate_up = self.linears(
+            &h,
+            &["gate_proj", "up_proj"].map(|m| format!("{mlp}.{m}")),
+            c.mlp_bias,
+            dropout,
+        )?;
+        x + self.linear(
+            &fused::swiglu(&gate_up)?,
+            &format!("{mlp}.down_proj"),
+            c.mlp_bias,
+            dropout,
+        )?
     }
 
     /// The output head `[vocab, hidden]` in the compute dtype: the embedding when tied.
@@ -437,5 +503,50 @@ impl Model {
     ) -> Result<vocab::HeadOutput> {
         let h = hidden.index_select(rows, 0)?.detach();
         Ok(vocab::forward(&h, &self.head()?.detach(), targets)?)
+    }
+}
+
+/// A decoder layer under activation checkpointing: run without a graph on the frozen view,
+/// recomputed with one on the trained model in the backward.
+struct Layer {
+    model: Arc<Model>,
+    frozen: Arc<Model>,
+    layer: usize,
+    shape: fused::AttentionShape,
+    cos: Tensor,
+    sin: Tensor,
+    dropout: Option<Dropout>,
+    sink: Sink,
+}
+
+impl Layer {
+    fn run(&self, model: &Model, x: &Tensor) -> candle_core::Result<Tensor> {
+        model.block(self.layer, x, self.dropout, &mut |qkv| {
+            fused::attention(&qkv, self.shape, &self.cos, &self.sin)
+        })
+    }
+}
+
+impl Recompute for Layer {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        self.run(&self.frozen, x)
+    }
+
+    fn backward(&self, x: &Tensor, grad: &Tensor) -> candle_core::Result<Tensor> {
+        let input = Var::from_tensor(&x.detach())?;
+        let y = self.run(&self.model, input.as_tensor())?;
+        let grads = (y * grad.detach())?.sum_all()?.backward()?;
+        let prefix = format!("model.layers.{}.", self.layer);
+        for (i, (name, var)) in self.model.vars.iter().enumerate() {
+            if name.starts_with(&prefix)
+                && let Some(g) = grads.get(var.as_tensor())
+            {
+                self.sink.push(i, g.clone());
+            }
+        }
+        grads
+            .get(input.as_tensor())
+            .cloned()
+            .ok_or_else(|| candle_core::Error::Msg("checkpointed layer: no input gradient".into()))
     }
 }

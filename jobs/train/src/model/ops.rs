@@ -148,14 +148,26 @@ pub fn attention(
     cos: &Tensor,
     sin: &Tensor,
 ) -> Result<Tensor> {
+    let mask = causal_mask(shape.len, shape.window, qkv.dtype(), qkv.device())?;
+    attention_masked(qkv, shape, cos, sin, &mask)
+}
+
+/// [`attention`] with its additive `[T, T]` mask made by the caller (made once, used for
+/// every chunk of a batch).
+pub fn attention_masked(
+    qkv: &Tensor,
+    shape: AttentionShape,
+    cos: &Tensor,
+    sin: &Tensor,
+    mask: &Tensor,
+) -> Result<Tensor> {
     let (q, k, v) = split_heads(qkv, shape)?;
     let group = shape.heads / shape.kv_heads;
     let q = rope(&q, cos, sin)?;
     let k = repeat_kv(&rope(&k, cos, sin)?, group)?;
     let v = repeat_kv(&v, group)?;
-    let mask = causal_mask(shape.len, shape.window, qkv.dtype(), qkv.device())?;
     let scale = 1.0 / (shape.head_dim as f64).sqrt();
-    let scores = (matmul(&q, &k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
+    let scores = (matmul(&q, &k.t()?.contiguous()?)? * scale)?.broadcast_add(mask)?;
     merge_heads(&matmul(&softmax(&scores)?, &v)?)
 }
 

@@ -19,8 +19,8 @@ pub use artifacts::{hash_files, hash_model_dir};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError};
 use crate::loss::{Clip, token_weights};
-use crate::model::Model;
+use crate::model::{Dropout, Model};
 use crate::optim::AdamW;
 use crate::report::{Metrics, MetricsLog};
 use crate::rollout::Sampling;
@@ -231,7 +231,11 @@ impl Trainer {
             optimizer: &mut self.optimizer,
             lr,
             budget: self.config.micro_batch_tokens,
-            dropout: (p > 0.0).then_some((p, &mut dropout_rng)),
+            dropout: (p > 0.0).then(|| Dropout {
+                p,
+                seed: dropout_rng.next_u64(),
+            }),
+            checkpointing: self.config.checkpointing(self.model.device()),
         };
         train_step(&mut ctx, seqs, objective)
     }

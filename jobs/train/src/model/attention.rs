@@ -1,0 +1,128 @@
+//! Attention off the CPU's fused kernel (on a GPU, in bf16): the composed ops of
+//! [`super::ops::attention`] run on one sequence and one key/value group (its query heads) at
+//! a time, recording no graph, and the backward recomputes each chunk
+//! ([`super::checkpoint`]). The largest tensor is one chunk's `[group, T, T]` scores (fp32
+//! for the softmax), never the batch's `[B, H, T, T]`; the step keeps only `qkv` and the
+//! output, as the fused kernel does.
+
+use std::sync::Arc;
+
+use candle_core::{Result, Tensor, Var};
+
+use super::checkpoint::{Recompute, checkpoint};
+use super::fused::AttentionShape;
+use super::ops;
+
+/// Causal grouped-query attention with RoPE on `qkv [B·T, (H + 2·KV)·d]`, chunked; see the
+/// module.
+///
+/// # Errors
+/// Shapes that disagree.
+pub fn chunked(qkv: &Tensor, shape: AttentionShape, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let mask = ops::causal_mask(shape.len, shape.window, qkv.dtype(), qkv.device())?;
+    checkpoint(
+        qkv,
+        Arc::new(Chunks {
+            shape,
+            cos: cos.clone(),
+            sin: sin.clone(),
+            mask,
+        }),
+    )
+}
+
+struct Chunks {
+    shape: AttentionShape,
+    cos: Tensor,
+    sin: Tensor,
+    mask: Tensor,
+}
+
+impl Chunks {
+    /// Query heads per key/value head.
+    fn group(&self) -> usize {
+        self.shape.heads / self.shape.kv_heads
+    }
+
+    /// The columns of key/value group `g` in a row of `qkv`: its query heads, its key head,
+    /// its value head, as `(first column, width)`.
+    fn columns(&self, g: usize) -> [(usize, usize); 3] {
+        let (d, group, heads, kv) = (
+            self.shape.head_dim,
+            self.group(),
+            self.shape.heads,
+            self.shape.kv_heads,
+        );
+        [
+            (g * group * d, group * d),
+            ((heads + g) * d, d),
+            ((heads + kv + g) * d, d),
+        ]
+    }
+
+    /// Sequence `row`'s group `g` of `qkv`: `[T, (group + 2)·d]`.
+    fn part(&self, qkv: &Tensor, row: usize, g: usize) -> Result<Tensor> {
+        let rows = qkv.narrow(0, row * self.shape.len, self.shape.len)?;
+        let pieces = self
+            .columns(g)
+            .map(|(start, width)| rows.narrow(1, start, width));
+        Tensor::cat(&pieces.into_iter().collect::<Result<Vec<_>>>()?, 1)
+    }
+
+    /// Attention of one part: `[T, group·d]`.
+    fn attend(&self, part: &Tensor) -> Result<Tensor> {
+        let shape = AttentionShape {
+            batch: 1,
+            heads: self.group(),
+            kv_heads: 1,
+            ..self.shape
+        };
+        ops::attention_masked(part, shape, &self.cos, &self.sin, &self.mask)
+    }
+}
+
+impl Recompute for Chunks {
+    fn forward(&self, qkv: &Tensor) -> Result<Tensor> {
+        let mut rows = Vec::with_capacity(self.shape.batch);
+        for row in 0..self.shape.batch {
+            let groups = (0..self.shape.kv_heads)
+                .map(|g| self.attend(&self.part(qkv, row, g)?))
+                .collect::<Result<Vec<_>>>()?;
+            rows.push(Tensor::cat(&groups, 1)?);
+        }
+        Tensor::cat(&rows, 0)
+    }
+
+    fn backward(&self, qkv: &Tensor, grad: &Tensor) -> Result<Tensor> {
+        let d = self.shape.head_dim;
+        let width = self.group() * d;
+        let mut rows = Vec::with_capacity(self.shape.batch);
+        for row in 0..self.shape.batch {
+            let grad_row = grad.narrow(0, row * self.shape.len, self.shape.len)?;
+            // Gradients of each group's queries, keys and values, assembled into `qkv`'s
+            // column order: all query heads, then all key heads, then all value heads.
+            let mut pieces: [Vec<Tensor>; 3] = Default::default();
+            for g in 0..self.shape.kv_heads {
+                let part = Var::from_tensor(&self.part(qkv, row, g)?.detach())?;
+                let y = self.attend(part.as_tensor())?;
+                let seed = grad_row.narrow(1, g * width, width)?.detach();
+                let grads = (y * seed)?.sum_all()?.backward()?;
+                let dpart = grads.get(part.as_tensor()).ok_or_else(|| {
+                    candle_core::Error::Msg("chunked attention: no input gradient".into())
+                })?;
+                for (k, (start, len)) in [(0, width), (width, d), (width + d, d)]
+                    .into_iter()
+                    .enumerate()
+                {
+                    pieces[k].push(dpart.narrow(1, start, len)?);
+                }
+            }
+            let columns = pieces
+                .iter()
+                .map(|p| Tensor::cat(p, 1))
+                .collect::<Result<Vec<_>>>()?;
+            rows.push(Tensor::cat(&columns, 1)?);
+        }
+        Tensor::cat(&rows, 0)
+    }
+}
