@@ -122,6 +122,63 @@ fn train_run_logprobs_and_bench_keep_their_contracts() {
         assert!(bench[key].as_f64().unwrap() > 0.0, "{key}");
     }
 
+    // The plan: one JSON object, from config.json alone; a run that cannot fit is refused with
+    // the breakdown, before any weight is read (this model directory has none left).
+    let (ok, stdout, stderr) = agentrl(&[
+        "train",
+        "plan",
+        "--model",
+        &s(&model),
+        "--device",
+        "cuda",
+        "--gpu-memory-gb",
+        "24",
+    ]);
+    assert!(ok, "{stderr}");
+    let plan: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(plan["fits"], true);
+    assert!(plan["peak_gb"].as_f64().unwrap() > 0.0);
+    assert!(plan["micro_batch_tokens"].as_u64().unwrap() > 0);
+    for part in [
+        "runtime",
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "logits",
+        "kv_cache",
+        "reference",
+    ] {
+        assert!(plan["parts"][part].as_f64().is_some(), "parts.{part}");
+    }
+    let weightless = dir.path().join("weightless");
+    std::fs::create_dir_all(&weightless).unwrap();
+    for f in ["config.json", "tokenizer.json"] {
+        std::fs::copy(model.join(f), weightless.join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("huge.json"),
+        r#"{"micro_batch_tokens": 16000000, "grpo": {"batch_prompts": 65536, "group_size": 1024}}"#,
+    )
+    .unwrap();
+    let (ok, _, stderr) = agentrl(&[
+        "train",
+        "run",
+        "--model",
+        &s(&weightless),
+        "--prompts",
+        &s(&dir.path().join("prompts.jsonl")),
+        "--out",
+        &s(&dir.path().join("huge-out")),
+        "--config",
+        &s(&dir.path().join("huge.json")),
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("does not fit") && stderr.contains("\"activations\""),
+        "{stderr}"
+    );
+
     // Bad config: non-zero exit, the field named, nothing that looks finished.
     std::fs::write(
         dir.path().join("bad.json"),

@@ -80,6 +80,7 @@ fn child(model: &Path, data: &Path, out: &Path) -> anyhow::Result<()> {
         steps: Some(3),
         stop_after: None,
         mirror: None,
+        weights: None,
     };
     run_dataset(&options, data)?;
     Ok(())

@@ -7,6 +7,9 @@
 //! - **activation checkpointing**: 2 × 2,048 tokens, hidden 256, 8 layers, fp32, without and
 //!   with `gradient_checkpointing`. The goal: at most half the peak.
 //!
+//! Each case also prints the run's plan (`train plan`'s estimate, [`agentrl_train::plan`])
+//! against the measured peak: the goal is within ±25%.
+//!
 //! `cargo bench -p agentrl-train --bench step_memory` (figures in BENCHMARKS.md).
 
 use std::path::Path;
@@ -59,7 +62,7 @@ fn main() -> anyhow::Result<()> {
         },
     ];
     let work = tempfile::tempdir()?;
-    println!("case\tparameters\tstep ms\tpeak RSS MB");
+    println!("case\tparameters\tstep ms\tpeak RSS MB\tplanned MB\tplanned / measured");
     for (i, case) in cases.iter().enumerate() {
         let dir = work.path().join(format!("model-{i}"));
         write_model(&dir, &case.model)?;
@@ -85,9 +88,14 @@ fn main() -> anyhow::Result<()> {
             String::from_utf8_lossy(&out.stderr)
         );
         let run: Value = serde_json::from_slice(&out.stdout)?;
+        let measured = run["peak_rss_mb"].as_f64().unwrap_or(f64::NAN);
+        let planned = run["plan"]["peak_gb"].as_f64().unwrap_or(f64::NAN) * 1024.0;
         println!(
-            "{}\t{}\t{:.0}\t{:.0}",
-            case.name, run["trainable_parameters"], run["step_ms"], run["peak_rss_mb"]
+            "{}\t{}\t{:.0}\t{measured:.0}\t{planned:.0}\t{:.2}",
+            case.name,
+            run["trainable_parameters"],
+            run["step_ms"],
+            planned / measured
         );
     }
     Ok(())

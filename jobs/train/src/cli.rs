@@ -8,7 +8,8 @@ use clap::{Args, Subcommand};
 use crate::advantage::Credit;
 use crate::config::TrainConfig;
 use crate::demo::{DemoOptions, DemoTask};
-use crate::remote::{Location, stage};
+use crate::plan::{Target, Workload};
+use crate::remote::{Location, stage, stage_model};
 use crate::run::{RunOptions, bench, logprobs, run_dataset, run_prompts};
 
 /// `train` subcommands.
@@ -46,6 +47,25 @@ pub enum TrainCommand {
         #[arg(long, default_value_t = 20)]
         iterations: usize,
     },
+    /// Plan a run's memory from `config.json` and the training config alone (no weights are
+    /// read); prints one JSON object: `peak_gb`, `parts`, `micro_batch_tokens`, `fits`.
+    Plan {
+        /// Model directory (only its `config.json` is read).
+        #[arg(long)]
+        model: PathBuf,
+        /// Training config (JSON).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The device to plan for (default: this build's).
+        #[arg(long, value_enum)]
+        device: Option<Target>,
+        /// Memory to plan against, GiB (default: the GPU's, or the host's available memory).
+        #[arg(long)]
+        gpu_memory_gb: Option<f64>,
+        /// `prompts`: online GRPO (rollouts keep a KV cache); `dataset`: offline.
+        #[arg(long, value_enum, default_value = "prompts")]
+        mode: PlanMode,
+    },
     /// Show that an agent learns: a tiny model, a multi-turn tool-use task, SFT then GRPO.
     Demo {
         /// Time budget of the GRPO phase.
@@ -73,6 +93,15 @@ pub enum TrainCommand {
         #[arg(long, default_value_t = 0.95)]
         target: f64,
     },
+}
+
+/// `--mode` of `train plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanMode {
+    /// Online GRPO on prompts: rollouts between steps.
+    Prompts,
+    /// Offline GRPO on a dataset.
+    Dataset,
 }
 
 /// `--credit` of the demo.
@@ -129,7 +158,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 (None, Some(json)) => TrainConfig::parse(json)?,
                 (None, None) => TrainConfig::default(),
             };
-            let model = stage(&Location::parse(&a.model)?, true)?;
+            let model = stage_model(&Location::parse(&a.model)?)?;
             let out = stage(&Location::parse(&a.out)?, false)?;
             let o = RunOptions {
                 model: model.dir.clone(),
@@ -138,6 +167,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 steps: a.steps,
                 stop_after: a.stop_after,
                 mirror: out.remote.clone(),
+                weights: model.remote.clone(),
             };
             let outcome = match (&a.dataset, &a.prompts) {
                 (Some(d), _) => run_dataset(&o, &stage(&Location::parse(d)?, true)?.dir)?,
@@ -181,6 +211,34 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 });
             }
             println!("{}", bench(&model, batch, seq, &config, iterations)?);
+        }
+        TrainCommand::Plan {
+            model,
+            config,
+            device,
+            gpu_memory_gb,
+            mode,
+        } => {
+            let config = match config {
+                Some(path) => TrainConfig::load(&path)?,
+                None => TrainConfig::default(),
+            };
+            let model = crate::model::ModelConfig::load(&model)?;
+            let device = device.unwrap_or_else(crate::run::target);
+            let memory = match gpu_memory_gb {
+                Some(gb) => {
+                    anyhow::ensure!(
+                        gb > 0.0 && gb.is_finite(),
+                        "--gpu-memory-gb must be positive"
+                    );
+                    gb
+                }
+                None => crate::run::device_memory(device)?,
+            };
+            let longest = config.seq_limit(model.max_position_embeddings);
+            let workload = Workload::from_config(&config, longest, mode == PlanMode::Prompts);
+            let plan = crate::plan::plan(&model, &config, device, memory, workload);
+            println!("{}", serde_json::to_string(&plan)?);
         }
         TrainCommand::Demo {
             minutes,

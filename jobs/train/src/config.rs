@@ -20,7 +20,9 @@ pub struct TrainConfig {
     pub seed: u64,
     /// Upper bound on padded tokens (sequences × longest) per micro-batch; gradients are
     /// accumulated over micro-batches, so memory follows this, not the batch or dataset size.
-    pub micro_batch_tokens: usize,
+    /// `null`: the largest that fits the device's memory, from the run's plan
+    /// ([`crate::plan`]).
+    pub micro_batch_tokens: Option<usize>,
     /// Longest sequence (prompt and response) trained on or sampled; longer rows keep their
     /// start and are counted. `null`: the model's `max_position_embeddings`.
     pub max_seq_len: Option<usize>,
@@ -56,7 +58,7 @@ impl Default for TrainConfig {
     fn default() -> Self {
         Self {
             seed: 0,
-            micro_batch_tokens: 8192,
+            micro_batch_tokens: None,
             max_seq_len: None,
             dtype: Precision::Auto,
             gradient_checkpointing: None,
@@ -297,7 +299,9 @@ impl TrainConfig {
     /// # Errors
     /// The field at fault.
     pub fn validate(&self) -> Result<()> {
-        count("micro_batch_tokens", self.micro_batch_tokens, 16, 1 << 24)?;
+        if let Some(tokens) = self.micro_batch_tokens {
+            count("micro_batch_tokens", tokens, 16, 1 << 24)?;
+        }
         if let Some(len) = self.max_seq_len {
             count("max_seq_len", len, 2, 1 << 24)?;
         }

@@ -55,6 +55,8 @@ pub struct Rollouts {
     pub items: Vec<DataRollout>,
     /// Their model turns.
     pub store: TurnStore,
+    /// The longest turn, prompt and response, in tokens (what a micro-batch must hold).
+    pub longest: usize,
 }
 
 impl Rollouts {
@@ -161,6 +163,7 @@ pub fn read_rollouts(
         rollouts: Rollouts {
             items: Vec::new(),
             store: TurnStore::create()?,
+            longest: 0,
         },
     };
     if split == Split::Validation && !path.exists() {
@@ -250,6 +253,8 @@ impl Gating<'_> {
             }
         };
         let first = &rows[0];
+        let longest = turns.iter().map(|t| t.ids.len()).max().unwrap_or(0);
+        self.rollouts.longest = self.rollouts.longest.max(longest);
         self.rollouts.items.push(DataRollout {
             group: first.group_id.clone().unwrap_or_else(|| id.to_owned()),
             reward: first.episode_reward.unwrap_or(0.0),

@@ -358,7 +358,7 @@ pub fn demo_config(o: &DemoOptions) -> TrainConfig {
             DemoTask::Calc => 5,
             DemoTask::Chain => 2,
         },
-        micro_batch_tokens: 8192,
+        micro_batch_tokens: Some(8192),
         ..TrainConfig::default()
     };
     c.sft.epochs = o.sft_epochs;

@@ -12,6 +12,7 @@ pub mod evaluate;
 pub mod loss;
 pub mod model;
 pub mod optim;
+pub mod plan;
 pub mod process;
 pub mod remote;
 pub mod report;

@@ -99,16 +99,27 @@ impl Prefix {
     /// # Errors
     /// A failing request.
     pub fn download(&self, dir: &Path) -> Result<usize> {
+        self.download_where(dir, |_| true)
+    }
+
+    /// Copies the objects under the prefix whose relative path `keep` accepts into `dir`;
+    /// returns how many.
+    ///
+    /// # Errors
+    /// A failing request.
+    pub fn download_where(&self, dir: &Path, keep: impl Fn(&str) -> bool) -> Result<usize> {
         let remote = |e: agentrl_store::StoreError| TrainError::Data(format!("{}: {e}", self.url));
         let listed = block_on(self.objects.list(&format!("{}/", self.prefix)))?.map_err(remote)?;
+        let mut copied = 0;
         for meta in &listed {
             let relative = meta
                 .path
                 .strip_prefix(&format!("{}/", self.prefix))
                 .unwrap_or(&meta.path);
-            if relative.split('/').any(|s| s == ".." || s.is_empty()) {
+            if relative.split('/').any(|s| s == ".." || s.is_empty()) || !keep(relative) {
                 continue;
             }
+            copied += 1;
             let bytes = block_on(self.objects.get(&meta.path))?
                 .map_err(remote)?
                 .ok_or_else(|| TrainError::Data(format!("{}: {} vanished", self.url, meta.path)))?;
@@ -118,7 +129,7 @@ impl Prefix {
             }
             std::fs::write(target, bytes)?;
         }
-        Ok(listed.len())
+        Ok(copied)
     }
 
     /// Uploads the files under `root/sub` (all of `root` when `sub` is empty), keyed by their
@@ -180,6 +191,39 @@ pub struct Staged {
     /// Where it lives remotely.
     pub remote: Option<Prefix>,
     _temp: Option<tempfile::TempDir>,
+}
+
+/// Whether a model directory's file is a weight file (fetched after the run's plan).
+#[must_use]
+pub fn is_weights(relative: &str) -> bool {
+    relative.ends_with(".safetensors")
+}
+
+/// A model directory for `location` without its weight files when remote: `config.json`, the
+/// tokenizer's files and the index are there for the plan; [`Staged::remote`] fetches the
+/// weights ([`Prefix::download_where`] with [`is_weights`]) once the run fits.
+///
+/// # Errors
+/// A failing download, an empty prefix.
+pub fn stage_model(location: &Location) -> Result<Staged> {
+    match location {
+        Location::Local(_) => stage(location, true),
+        Location::S3 { bucket, prefix } => {
+            let temp = tempfile::tempdir()?;
+            let remote = Prefix::connect(bucket, prefix)?;
+            if remote.download_where(temp.path(), |p| !is_weights(p))? == 0 {
+                return Err(TrainError::Data(format!(
+                    "s3://{bucket}/{prefix}: no objects under this prefix but weight files \
+                     (config.json and the tokenizer's files are read first)"
+                )));
+            }
+            Ok(Staged {
+                dir: temp.path().to_owned(),
+                remote: Some(remote),
+                _temp: Some(temp),
+            })
+        }
+    }
 }
 
 /// A local directory for `location`: itself, or a temporary copy of the prefix's objects.

@@ -12,8 +12,9 @@ use crate::config::TrainConfig;
 use crate::data::{Limits, Split, check_manifest, read_prompts, read_rollouts, read_sft};
 use crate::error::{Result, TrainError};
 use crate::evaluate::{Evaluation, evaluate};
-use crate::model::Model;
+use crate::model::{Model, ModelConfig};
 use crate::optim::AdamW;
+use crate::plan::{self, Target, Workload};
 use crate::step::{Objective, StepContext, TrainSeq, response_logprobs, train_step};
 use crate::task::{AnswerTask, Task};
 use crate::tokenizer::Tok;
@@ -34,13 +35,33 @@ pub fn device() -> Result<Device> {
     }
 }
 
-/// Loads a model directory with its tokenizer for `config`'s run: computing in its `dtype`,
-/// weights that will be trained as fp32 masters, a LoRA base held in the compute dtype (a
-/// bf16 checkpoint loads with no fp32 copy).
+/// A model directory's `config.json` and tokenizer: everything but the weights.
 ///
 /// # Errors
 /// Missing or corrupt files, a tokenizer larger than the model's vocabulary.
-pub fn load_model(dir: &Path, config: &TrainConfig) -> Result<(Model, Tok)> {
+pub fn open_model(dir: &Path) -> Result<(ModelConfig, Tok)> {
+    let config = ModelConfig::load(dir)?;
+    let tok = Tok::load(dir, &config.eos_ids())?;
+    if tok.vocab_size() > config.vocab_size {
+        return Err(TrainError::file(
+            &dir.join("tokenizer.json"),
+            format!(
+                "{} tokens, but the model has {} embedding rows",
+                tok.vocab_size(),
+                config.vocab_size
+            ),
+        ));
+    }
+    Ok((config, tok))
+}
+
+/// Loads a model directory's weights for `config`'s run: computing in its `dtype`, weights
+/// that will be trained as fp32 masters, a LoRA base held in the compute dtype (a bf16
+/// checkpoint loads with no fp32 copy).
+///
+/// # Errors
+/// Missing or corrupt files.
+pub fn load_weights(dir: &Path, config: &TrainConfig) -> Result<Model> {
     let device = device()?;
     let compute = config.dtype.compute(&device);
     let storage = if config.lora.is_some() {
@@ -50,18 +71,95 @@ pub fn load_model(dir: &Path, config: &TrainConfig) -> Result<(Model, Tok)> {
     };
     let mut model = Model::load(dir, storage, &device)?;
     model.set_compute_dtype(compute);
-    let tok = Tok::load(dir, &model.config.eos_ids())?;
-    if tok.vocab_size() > model.config.vocab_size {
-        return Err(TrainError::file(
-            &dir.join("tokenizer.json"),
-            format!(
-                "{} tokens, but the model has {} embedding rows",
-                tok.vocab_size(),
-                model.config.vocab_size
-            ),
-        ));
+    Ok(model)
+}
+
+/// [`open_model`] and [`load_weights`].
+///
+/// # Errors
+/// As theirs.
+pub fn load_model(dir: &Path, config: &TrainConfig) -> Result<(Model, Tok)> {
+    let (_, tok) = open_model(dir)?;
+    Ok((load_weights(dir, config)?, tok))
+}
+
+/// The device's memory, GiB: the GPU's (`nvidia-smi`), or the host's available memory.
+///
+/// # Errors
+/// Neither can be read.
+pub fn device_memory(target: Target) -> Result<f64> {
+    match target {
+        Target::Cuda => {
+            let out = std::process::Command::new("nvidia-smi")
+                .args([
+                    "--query-gpu=memory.total",
+                    "--format=csv,noheader,nounits",
+                    "-i",
+                    "0",
+                ])
+                .output()
+                .map_err(|e| TrainError::Data(format!("nvidia-smi: {e}")))?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mib: f64 = text
+                .trim()
+                .parse()
+                .map_err(|_| TrainError::Data(format!("nvidia-smi: no GPU memory in {text:?}")))?;
+            Ok(mib / 1024.0)
+        }
+        Target::Cpu => {
+            let info = std::fs::read_to_string("/proc/meminfo")?;
+            let kib = info
+                .lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().next())
+                .and_then(|n| n.parse::<f64>().ok())
+                .ok_or_else(|| TrainError::Data("/proc/meminfo: no MemAvailable".into()))?;
+            Ok(kib / (1024.0 * 1024.0))
+        }
     }
-    Ok((model, tok))
+}
+
+/// The device this build trains on.
+#[must_use]
+pub fn target() -> Target {
+    if cfg!(feature = "cuda") {
+        Target::Cuda
+    } else {
+        Target::Cpu
+    }
+}
+
+/// `config` with its micro-batch planned for this device: the plan's when the config names
+/// none. A run that cannot fit is refused with the plan's breakdown.
+///
+/// # Errors
+/// The run does not fit, the device's memory cannot be read.
+pub fn planned(
+    model: &ModelConfig,
+    config: &TrainConfig,
+    workload: Workload,
+) -> Result<TrainConfig> {
+    let target = target();
+    let memory = device_memory(target)?;
+    let plan = plan::plan(model, config, target, memory, workload);
+    if !plan.fits {
+        return Err(TrainError::Data(format!(
+            "the run does not fit: it needs {:.2} GiB at its peak, {:.2} GiB of {} memory can be used: {}",
+            plan.peak_gb,
+            memory * 0.9,
+            serde_json::to_string(&plan.device).unwrap_or_default(),
+            serde_json::to_string(&plan).unwrap_or_default()
+        )));
+    }
+    tracing::info!(
+        peak_gb = plan.peak_gb,
+        micro_batch_tokens = plan.micro_batch_tokens,
+        "planned"
+    );
+    Ok(TrainConfig {
+        micro_batch_tokens: Some(plan.micro_batch_tokens),
+        ..config.clone()
+    })
 }
 
 /// Common options of `train run`.
@@ -79,6 +177,19 @@ pub struct RunOptions {
     pub stop_after: Option<u64>,
     /// The S3 prefix `out` is mirrored to.
     pub mirror: Option<crate::remote::Prefix>,
+    /// Where the model's weight files come from once the run's plan says it fits (an
+    /// `s3://` model staged without them, [`crate::remote::stage_model`]).
+    pub weights: Option<crate::remote::Prefix>,
+}
+
+impl RunOptions {
+    /// The model's weights, fetched when they are remote, loaded for `config`.
+    fn weights(&self, config: &TrainConfig) -> Result<Model> {
+        if let Some(remote) = &self.weights {
+            remote.download_where(&self.model, crate::remote::is_weights)?;
+        }
+        load_weights(&self.model, config)
+    }
 }
 
 /// `train run --dataset DIR`: SFT on `sft.jsonl`, then offline GRPO on `train.parquet`.
@@ -88,28 +199,44 @@ pub struct RunOptions {
 /// Returns `run.json` when the run finished, `None` when it stopped early to resume.
 pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<Option<RunReport>> {
     let hashes = check_manifest(dataset)?;
-    let (model, tok) = load_model(&o.model, &o.config)?;
+    let (model_config, tok) = open_model(&o.model)?;
     let limits = Limits {
-        vocab: model.config.vocab_size,
-        max_len: o.config.seq_limit(model.config.max_position_embeddings),
+        vocab: model_config.vocab_size,
+        max_len: o.config.seq_limit(model_config.max_position_embeddings),
     };
     let (rollouts, gate) = read_rollouts(dataset, Split::Train, &tok, limits, &o.config)?;
     let (validation, _) = read_rollouts(dataset, Split::Validation, &tok, limits, &o.config)?;
-    let validation_set = hashes.validation;
-    let budget = o.config.micro_batch_tokens;
-    let base_model_sha256 = hash_model_dir(&o.model)?;
-    let before = base_scores(o, &model, &validation, &validation_set, &base_model_sha256)?;
     let sft_path = dataset.join("sft.jsonl");
     let (sft, sft_counts) = if o.config.sft.epochs > 0 && sft_path.exists() {
         read_sft(&sft_path, &tok, o.config.grpo.chat_template, limits.max_len)?
     } else {
         Default::default()
     };
+    let longest = longest_example(&sft)
+        .max(rollouts.longest)
+        .max(validation.longest);
+    let config = planned(
+        &model_config,
+        &o.config,
+        Workload::from_config(&o.config, longest, false),
+    )?;
+    let model = o.weights(&config)?;
+    let validation_set = hashes.validation;
+    let budget = config.micro_batch_tokens.unwrap_or(longest);
+    let base_model_sha256 = hash_model_dir(&o.model)?;
+    let before = base_scores(
+        o,
+        &model,
+        &validation,
+        &validation_set,
+        &base_model_sha256,
+        budget,
+    )?;
     let identity = Identity {
         base_model_sha256,
         data_sha256: hashes.content,
     };
-    let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
+    let mut trainer = Trainer::new(model, tok, config, &o.out, identity)?;
     trainer.stop_after = o.stop_after;
     trainer.mirror = o.mirror.clone();
     if trainer.sft(&sft)? == Ended::Interrupted {
@@ -137,6 +264,7 @@ fn base_scores(
     validation: &crate::data::Rollouts,
     validation_set: &str,
     base_model_sha256: &str,
+    budget: usize,
 ) -> Result<Option<Evaluation>> {
     let path = o.out.join("validation-before.json");
     let key = json!({"base_model_sha256": base_model_sha256, "validation_set": validation_set});
@@ -147,12 +275,7 @@ fn base_scores(
         return serde_json::from_value(saved["evaluation"].clone())
             .map_err(|e| TrainError::file(&path, e));
     }
-    let before = evaluate(
-        model,
-        validation,
-        validation_set,
-        o.config.micro_batch_tokens,
-    )?;
+    let before = evaluate(model, validation, validation_set, budget)?;
     std::fs::create_dir_all(&o.out)?;
     let saved = json!({"key": key, "evaluation": before});
     std::fs::write(
@@ -172,13 +295,27 @@ pub fn run_prompts(
     prompts: &Path,
     sft: Option<&Path>,
 ) -> Result<Option<RunReport>> {
-    let (model, tok) = load_model(&o.model, &o.config)?;
+    let (model_config, tok) = open_model(&o.model)?;
     let lines = read_prompts(prompts)?;
-    let max_len = o.config.seq_limit(model.config.max_position_embeddings);
+    let max_len = o.config.seq_limit(model_config.max_position_embeddings);
     let (examples, sft_counts) = sft
         .map(|p| read_sft(p, &tok, o.config.grpo.chat_template, max_len))
         .transpose()?
         .unwrap_or_default();
+    let mut longest_prompt = 0;
+    for line in &lines {
+        let text = tok
+            .prompt_text(&line.prompt, o.config.grpo.chat_template)
+            .map_err(|e| TrainError::file(prompts, format!("chat template: {e}")))?;
+        longest_prompt = longest_prompt.max(tok.encode(&text)?.len());
+    }
+    let episode = (longest_prompt + o.config.grpo.max_new_tokens).min(max_len);
+    let config = planned(
+        &model_config,
+        &o.config,
+        Workload::from_config(&o.config, episode.max(longest_example(&examples)), true),
+    )?;
+    let model = o.weights(&config)?;
     let mut files = vec![prompts];
     files.extend(sft);
     let identity = Identity {
@@ -191,7 +328,7 @@ pub fn run_prompts(
         o.config.eval.max_prompts,
         Vec::new(),
     );
-    let mut trainer = Trainer::new(model, tok, o.config.clone(), &o.out, identity)?;
+    let mut trainer = Trainer::new(model, tok, config, &o.out, identity)?;
     trainer.stop_after = o.stop_after;
     trainer.mirror = o.mirror.clone();
     if trainer.sft(&examples)? == Ended::Interrupted {
@@ -214,6 +351,19 @@ pub fn run_prompts(
     Ok(Some(
         trainer.finish(sft_counts, RunOutcome::Prompts(scores))?,
     ))
+}
+
+/// Padded tokens per forward of `train logprobs` (no backward: activations are freed layer
+/// by layer, and the head's logits exist one vocabulary chunk at a time).
+const LOGPROBS_BUDGET: usize = 8192;
+
+/// The longest SFT example, prompt and completion, in tokens.
+fn longest_example(examples: &[crate::data::SftExample]) -> usize {
+    examples
+        .iter()
+        .map(|e| e.prompt.len() + e.completion.len())
+        .max()
+        .unwrap_or(0)
 }
 
 /// `train logprobs`: one `{"logprobs": [...]}` line per input line
@@ -275,7 +425,7 @@ pub fn logprobs(model_dir: &Path, input: &Path, out: &mut dyn Write) -> Result<(
             weight: 0.0,
         });
     }
-    for lp in response_logprobs(&model, &seqs, TrainConfig::default().micro_batch_tokens)? {
+    for lp in response_logprobs(&model, &seqs, LOGPROBS_BUDGET)? {
         writeln!(out, "{}", json!({ "logprobs": lp }))?;
     }
     Ok(())
@@ -294,7 +444,21 @@ pub fn bench(
     iterations: usize,
 ) -> Result<Value> {
     use rand::{Rng, SeedableRng};
-    let (mut model, _) = load_model(model_dir, config)?;
+    let (model_config, _) = open_model(model_dir)?;
+    let workload = Workload {
+        longest: seq,
+        step_tokens: batch * seq,
+        rollouts: false,
+    };
+    let config = planned(&model_config, config, workload)?;
+    let plan = plan::plan(
+        &model_config,
+        &config,
+        target(),
+        device_memory(target())?,
+        workload,
+    );
+    let mut model = load_weights(model_dir, &config)?;
     model.make_trainable(config.lora.as_ref(), 0)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
     let vocab = model.config.vocab_size as u32;
@@ -318,7 +482,7 @@ pub fn bench(
             reference: None,
             optimizer: &mut optimizer,
             lr: 1e-4,
-            budget: config.micro_batch_tokens,
+            budget: plan.micro_batch_tokens,
             dropout: None,
             checkpointing: config.checkpointing(model.device()),
         };
@@ -333,7 +497,8 @@ pub fn bench(
         "batch": batch,
         "seq": seq,
         "lora_rank": config.lora.as_ref().map(|l| l.rank),
-        "micro_batch_tokens": config.micro_batch_tokens,
+        "micro_batch_tokens": plan.micro_batch_tokens,
+        "plan": plan,
         "gradient_checkpointing": config.checkpointing(model.device()),
         "dtype": format!("{:?}", model.compute_dtype()).to_lowercase(),
         "trainable_parameters": model.trainable_parameters(),

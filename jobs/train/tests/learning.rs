@@ -143,6 +143,7 @@ fn sft_teaches_stopping_and_grpo_on_prompts_raises_sampled_success() {
         steps: Some(0),
         stop_after: None,
         mirror: None,
+        weights: None,
     };
     // The warm-up alone: it stops after its answer.
     run_prompts(&o, &prompts, Some(&sft)).unwrap().unwrap();

@@ -49,6 +49,7 @@ fn options(model: &Path, out: &Path, config: TrainConfig, steps: u64) -> RunOpti
         steps: Some(steps),
         stop_after: None,
         mirror: None,
+        weights: None,
     }
 }
 

@@ -19,7 +19,7 @@ impl Trainer {
         let frozen = self.model.frozen_view();
         let sampling = self.sampling(task, true);
         let (mut successes, mut reward) = (0usize, 0.0);
-        let chunk = (self.config.micro_batch_tokens / 64).clamp(8, 256);
+        let chunk = (self.budget / 64).clamp(8, 256);
         for start in (0..n).step_by(chunk) {
             let envs = (start..(start + chunk).min(n))
                 .map(|i| task.eval_env(i))

@@ -106,6 +106,8 @@ pub struct Trainer {
     progress_mirrored: Instant,
     /// The prompt order of the current epoch: (epoch, prompts, order).
     epoch_order: Option<(u64, usize, Vec<usize>)>,
+    /// Padded tokens per micro-batch (the config's, which the run's plan filled in).
+    budget: usize,
 }
 
 /// How a phase ended.
@@ -119,10 +121,11 @@ pub enum Ended {
 
 impl Trainer {
     /// Prepares a run in `out`: makes the model trainable and resumes from the last complete
-    /// checkpoint of the same run, if any.
+    /// checkpoint of the same run, if any. `config.micro_batch_tokens` must be set (the run's
+    /// plan sets it when the user did not).
     ///
     /// # Errors
-    /// An unreadable checkpoint, I/O.
+    /// No micro-batch size, an unreadable checkpoint, I/O.
     pub fn new(
         mut model: Model,
         tok: Tok,
@@ -130,6 +133,9 @@ impl Trainer {
         out: &Path,
         identity: Identity,
     ) -> Result<Self> {
+        let budget = config
+            .micro_batch_tokens
+            .ok_or_else(|| TrainError::config("micro_batch_tokens", "not set and not planned"))?;
         std::fs::create_dir_all(out)?;
         // A run.json marks a finished run: remove it first, so a crash leaves none behind.
         let _ = std::fs::remove_file(out.join("run.json"));
@@ -180,6 +186,7 @@ impl Trainer {
             mirror: None,
             progress_mirrored: Instant::now(),
             epoch_order: None,
+            budget,
         })
     }
 
@@ -230,7 +237,7 @@ impl Trainer {
             reference: self.reference.as_ref(),
             optimizer: &mut self.optimizer,
             lr,
-            budget: self.config.micro_batch_tokens,
+            budget: self.budget,
             dropout: (p > 0.0).then(|| Dropout {
                 p,
                 seed: dropout_rng.next_u64(),
@@ -385,10 +392,17 @@ fn mean_std(xs: &[f64]) -> (f64, f64) {
     )
 }
 
+/// The run's identity: its base model, data and config — but for the micro-batch size, which
+/// changes no result (gradients are accumulated) and which the plan may choose differently
+/// on the machine a retried job lands on.
 fn run_identity(identity: &Identity, config: &TrainConfig) -> String {
+    let config = TrainConfig {
+        micro_batch_tokens: None,
+        ..config.clone()
+    };
     let mut h = Sha256::new();
     h.update(identity.base_model_sha256.as_bytes());
     h.update(identity.data_sha256.as_bytes());
-    h.update(serde_json::to_vec(config).unwrap_or_default());
+    h.update(serde_json::to_vec(&config).unwrap_or_default());
     hex::encode(h.finalize())
 }
