@@ -306,6 +306,11 @@ async fn base_of(
     Ok((base, prefix))
 }
 
+/// The reason a cancelled run's job is terminated with: the Batch job definitions' retry
+/// strategies exit on a status reason starting `agentrl:` (a Spot reclaim's SIGTERM is
+/// retried, a cancel's is not).
+pub(crate) const CANCEL_REASON: &str = "agentrl: cancelled on request";
+
 /// A run with what its output says about its progress so far.
 pub(crate) struct RunProgress {
     pub run: RunRecord,
@@ -409,10 +414,7 @@ pub(crate) async fn cancel(
     })
     .await?;
     if let Some(job) = &run.job
-        && let Err(e) = state
-            .launcher
-            .cancel(&job.job_id, "cancelled on request")
-            .await
+        && let Err(e) = state.launcher.cancel(&job.job_id, CANCEL_REASON).await
     {
         tracing::warn!(run = %run.run_id, error = %format!("{e:#}"), "the job could not be stopped");
     }

@@ -67,9 +67,14 @@ pub(crate) async fn register(
         .filter(|p| !p.starts_with(&checkpoints))
         .collect();
     let has = |name: &str| artifacts.iter().any(|p| p == &format!("{out}{name}"));
-    let model_prefix = if has("model.safetensors") && has("config.json") {
+    // Weights in one file or sharded (an index beside the shards), as transformers writes.
+    let weights = |dir: &str| {
+        has(&format!("{dir}model.safetensors"))
+            || has(&format!("{dir}model.safetensors.index.json"))
+    };
+    let model_prefix = if weights("") && has("config.json") {
         Some(out.clone())
-    } else if has("merged/model.safetensors") {
+    } else if weights("merged/") {
         Some(format!("{out}merged/"))
     } else {
         None

@@ -104,7 +104,7 @@ fn main() -> anyhow::Result<()> {
 /// A model of `config` with random weights and a tokenizer smaller than its vocabulary.
 fn write_model(dir: &Path, config: &Value) -> anyhow::Result<()> {
     let config = ModelConfig::from_json(config.clone()).map_err(anyhow::Error::msg)?;
-    Model::init(config, 1, DType::F32, &Device::Cpu)?.save_hf(dir)?;
+    Model::init(config, 1, DType::F32, &Device::Cpu)?.save_hf(dir, u64::MAX)?;
     let tok =
         Tok::char_level("0123456789abcdef", &["<|endoftext|>"]).map_err(anyhow::Error::msg)?;
     std::fs::write(dir.join("tokenizer.json"), tok.json())?;

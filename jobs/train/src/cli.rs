@@ -146,6 +146,20 @@ pub struct RunArgs {
     pub stop_after: Option<u64>,
 }
 
+/// The exit status of a run stopped by SIGTERM: `EX_TEMPFAIL`, which the Batch job
+/// definitions retry (the checkpoint it wrote, or the last periodic one, is resumed), unlike a
+/// cancelled job's (`TerminateJob` with an `agentrl:` reason, which they do not retry).
+pub const EXIT_TERMINATED: u8 = 75;
+
+/// The process's exit status for `error`: [`EXIT_TERMINATED`] for a SIGTERM stop, 1 otherwise.
+#[must_use]
+pub fn exit_code(error: &anyhow::Error) -> std::process::ExitCode {
+    match error.downcast_ref::<crate::TrainError>() {
+        Some(crate::TrainError::Terminated) => std::process::ExitCode::from(EXIT_TERMINATED),
+        _ => std::process::ExitCode::FAILURE,
+    }
+}
+
 /// Runs a `train` subcommand.
 ///
 /// # Errors
@@ -153,6 +167,7 @@ pub struct RunArgs {
 pub fn run(command: TrainCommand) -> anyhow::Result<()> {
     match command {
         TrainCommand::Run(a) => {
+            crate::process::watch_termination()?;
             let config = match (&a.config, &a.config_json) {
                 (Some(path), _) => TrainConfig::load(path)?,
                 (None, Some(json)) => TrainConfig::parse(json)?,

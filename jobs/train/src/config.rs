@@ -40,6 +40,16 @@ pub struct TrainConfig {
     pub eval_every: u64,
     /// Also write merged full weights when training LoRA.
     pub merge_lora: bool,
+    /// Largest weight file: bigger state is sharded as transformers shards it
+    /// (`model-00001-of-0000N.safetensors` and `model.safetensors.index.json`). Bytes, or a
+    /// string as transformers counts it (`"5GB"` = 5·10⁹, `"5GiB"` = 5·2³⁰).
+    pub max_shard_size: ByteSize,
+    /// Resumable checkpoints kept (locally and on S3): older ones are deleted once a newer
+    /// one is complete.
+    pub keep_checkpoints: usize,
+    /// What a finished run keeps besides its outputs: `weights` (its resumable checkpoints are
+    /// deleted, optimizer state and all) or `all`.
+    pub keep_after_finish: KeepAfterFinish,
     /// `null`: full fine-tuning; otherwise LoRA.
     pub lora: Option<LoraConfig>,
     /// The supervised warm-up.
@@ -66,6 +76,9 @@ impl Default for TrainConfig {
             progress_every_s: 30,
             eval_every: 10,
             merge_lora: false,
+            max_shard_size: ByteSize(5_000_000_000),
+            keep_checkpoints: 2,
+            keep_after_finish: KeepAfterFinish::Weights,
             lora: None,
             sft: SftConfig::default(),
             grpo: GrpoConfig::default(),
@@ -74,6 +87,67 @@ impl Default for TrainConfig {
             tokenizers: BTreeMap::new(),
         }
     }
+}
+
+/// A size in bytes, written as a number or as transformers writes sizes (`"5GB"`, `"500MB"`,
+/// `"2GiB"`); serialised as the number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// transformers' `convert_file_size_to_int`: decimal `KB`/`MB`/`GB`, binary
+    /// `KiB`/`MiB`/`GiB`, a lowercase final `b` meaning bits.
+    fn parse(text: &str) -> std::result::Result<Self, String> {
+        let t = text.trim();
+        let units: [(&str, u64); 6] = [
+            ("GIB", 1 << 30),
+            ("MIB", 1 << 20),
+            ("KIB", 1 << 10),
+            ("GB", 1_000_000_000),
+            ("MB", 1_000_000),
+            ("KB", 1_000),
+        ];
+        let upper = t.to_uppercase();
+        for (unit, scale) in units {
+            if let Some(number) = upper.strip_suffix(unit) {
+                let n: u64 = number
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{text:?}: not a whole number of {unit}"))?;
+                let bytes = n * scale;
+                return Ok(Self(if t.ends_with('b') { bytes / 8 } else { bytes }));
+            }
+        }
+        t.parse().map(Self).map_err(|_| {
+            format!("{text:?}: a size is bytes, or a number and KB, MB, GB, KiB, MiB, GiB")
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bytes(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Bytes(n) => Ok(Self(n)),
+            Raw::Text(t) => Self::parse(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// `keep_after_finish`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeepAfterFinish {
+    /// The outputs alone: resumable checkpoints (optimizer state and all) are deleted.
+    #[default]
+    Weights,
+    /// The outputs and the last `keep_checkpoints` checkpoints.
+    All,
 }
 
 /// `dtype`: what the matmuls compute in. Norm statistics, the attention and logit softmaxes,
@@ -302,6 +376,10 @@ impl TrainConfig {
         if let Some(tokens) = self.micro_batch_tokens {
             count("micro_batch_tokens", tokens, 16, 1 << 24)?;
         }
+        if self.max_shard_size.0 == 0 {
+            return Err(TrainError::config("max_shard_size", "must be positive"));
+        }
+        count("keep_checkpoints", self.keep_checkpoints, 1, 1000)?;
         if let Some(len) = self.max_seq_len {
             count("max_seq_len", len, 2, 1 << 24)?;
         }
@@ -367,6 +445,21 @@ mod tests {
         assert_eq!(c.grpo.kl_beta, 0.0);
         assert_eq!(c.grpo.aggregation, Aggregation::TokenMean);
         assert!(c.lora.is_none());
+    }
+
+    #[test]
+    fn shard_sizes_count_as_transformers_counts() {
+        let size = |v: &str| {
+            TrainConfig::parse(&format!(r#"{{"max_shard_size": {v}}}"#)).map(|c| c.max_shard_size.0)
+        };
+        assert_eq!(size(r#""5GB""#).unwrap(), 5_000_000_000);
+        assert_eq!(size(r#""2GiB""#).unwrap(), 2 << 30);
+        assert_eq!(size(r#""500MB""#).unwrap(), 500_000_000);
+        assert_eq!(size(r#""80Mb""#).unwrap(), 10_000_000);
+        assert_eq!(size("3000000").unwrap(), 3_000_000);
+        assert_eq!(TrainConfig::default().max_shard_size.0, 5_000_000_000);
+        let e = size(r#""5 parsecs""#).unwrap_err().to_string();
+        assert!(e.contains("max_shard_size"), "{e}");
     }
 
     #[test]

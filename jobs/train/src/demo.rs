@@ -389,7 +389,7 @@ pub fn write_base_model(dir: &Path, alphabet: &str, seed: u64) -> Result<Tok> {
         DType::F32,
         &Device::Cpu,
     )?;
-    model.save_hf(dir)?;
+    model.save_hf(dir, u64::MAX)?;
     std::fs::write(dir.join("tokenizer.json"), tok.json())?;
     Ok(tok)
 }

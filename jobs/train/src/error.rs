@@ -31,6 +31,10 @@ pub enum TrainError {
     /// Reading or writing the output failed.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// SIGTERM: the run stopped at a step boundary (with a checkpoint when one fit the stop
+    /// window) and a retry resumes it.
+    #[error("stopped by SIGTERM at a step boundary; a retry resumes from the newest checkpoint")]
+    Terminated,
 }
 
 impl TrainError {

@@ -24,6 +24,31 @@
 //! found gives the same parallelism without the parse (rayon's own pool, which would otherwise
 //! take the logical CPUs, gets the same count: one thread per core, as PyTorch's default).
 
+/// Set by SIGTERM once [`watch_termination`] ran.
+static TERMINATING: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// From now on SIGTERM (a Spot reclaim or an instance drain, a cancelled job) sets the flag
+/// [`terminating`] reads instead of killing the process: the trainer stops at its next step
+/// boundary, writes the checkpoint that fits the stop window, and exits with
+/// [`crate::cli::EXIT_TERMINATED`].
+///
+/// # Errors
+/// The handler cannot be installed.
+pub fn watch_termination() -> std::io::Result<()> {
+    let flag = TERMINATING.get_or_init(Default::default).clone();
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, flag)?;
+    Ok(())
+}
+
+/// Whether SIGTERM arrived.
+#[must_use]
+pub fn terminating() -> bool {
+    TERMINATING
+        .get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// The largest block served from the heap rather than its own `mmap`: glibc's ceiling on
 /// 64-bit (`DEFAULT_MMAP_THRESHOLD_MAX`), so only buffers larger than 32 MiB are unmapped when
 /// freed. Setting it also turns off glibc's own adjustment of the threshold.

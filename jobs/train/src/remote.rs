@@ -7,11 +7,15 @@
 //! Credentials and region come from the environment as for every AWS SDK (`AWS_REGION`,
 //! `AWS_ACCESS_KEY_ID`, …, the Batch job role); `AGENTRL_AWS_ENDPOINT` points at an emulator.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use agentrl_store::ObjectStoreObjects;
 use agentrl_store::aws::AwsSettings;
-use agentrl_store::ports::Objects;
+use agentrl_store::ports::{ObjectMeta, Objects};
+use bytes::Bytes;
+use object_store::ObjectStoreExt;
+use object_store::path::Path as ObjectPath;
 
 use crate::error::{Result, TrainError};
 
@@ -102,44 +106,85 @@ impl Prefix {
         self.download_where(dir, |_| true)
     }
 
+    fn remote(&self, e: impl std::fmt::Display) -> TrainError {
+        TrainError::Data(format!("{}: {e}", self.url))
+    }
+
+    /// The objects under the prefix with their paths relative to it (unsafe paths left out).
+    fn listing(&self) -> Result<Vec<(String, ObjectMeta)>> {
+        let listed = block_on(self.objects.list(&format!("{}/", self.prefix)))?
+            .map_err(|e| self.remote(e))?;
+        Ok(listed
+            .into_iter()
+            .filter_map(|meta| {
+                let relative = meta
+                    .path
+                    .strip_prefix(&format!("{}/", self.prefix))
+                    .unwrap_or(&meta.path)
+                    .to_owned();
+                let safe = !relative.split('/').any(|s| s == ".." || s.is_empty());
+                safe.then_some((relative, meta))
+            })
+            .collect())
+    }
+
     /// Copies the objects under the prefix whose relative path `keep` accepts into `dir`;
-    /// returns how many.
+    /// returns how many. Each streams in ranged reads of [`PART`] bytes: memory stays bounded
+    /// and no request outlives the client's timeout, whatever the object's size.
     ///
     /// # Errors
     /// A failing request.
     pub fn download_where(&self, dir: &Path, keep: impl Fn(&str) -> bool) -> Result<usize> {
-        let remote = |e: agentrl_store::StoreError| TrainError::Data(format!("{}: {e}", self.url));
-        let listed = block_on(self.objects.list(&format!("{}/", self.prefix)))?.map_err(remote)?;
         let mut copied = 0;
-        for meta in &listed {
-            let relative = meta
-                .path
-                .strip_prefix(&format!("{}/", self.prefix))
-                .unwrap_or(&meta.path);
-            if relative.split('/').any(|s| s == ".." || s.is_empty()) || !keep(relative) {
+        for (relative, meta) in self.listing()? {
+            if !keep(&relative) {
                 continue;
             }
-            copied += 1;
-            let bytes = block_on(self.objects.get(&meta.path))?
-                .map_err(remote)?
-                .ok_or_else(|| TrainError::Data(format!("{}: {} vanished", self.url, meta.path)))?;
-            let target = dir.join(relative);
+            let target = dir.join(&relative);
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(target, bytes)?;
+            let mut file = std::io::BufWriter::new(std::fs::File::create(&target)?);
+            let path = ObjectPath::from(meta.path.as_str());
+            let store = self.objects.inner();
+            let mut at = 0;
+            while at < meta.size {
+                let end = (at + PART).min(meta.size);
+                let bytes = block_on(store.get_range(&path, at..end))?
+                    .map_err(|e| self.remote(format!("{}: {e}", meta.path)))?;
+                file.write_all(&bytes)?;
+                at = end;
+            }
+            file.flush()?;
+            copied += 1;
         }
         Ok(copied)
     }
 
     /// Uploads the files under `root/sub` (all of `root` when `sub` is empty), keyed by their
     /// path relative to `root`; each `state.json` after the files beside it, `run.json` last.
+    /// Each file streams as a multipart upload in parts of [`PART`] bytes (S3 refuses a single
+    /// PUT over 5 GB; a run's weights and optimizer state are larger).
     ///
     /// # Errors
     /// A failing request.
     pub fn upload(&self, root: &Path, sub: &str) -> Result<()> {
+        self.upload_where(root, sub, |_| true)
+    }
+
+    /// A finished run's outputs: everything under `root` but its checkpoints (uploaded as they
+    /// were written), `run.json` last.
+    ///
+    /// # Errors
+    /// A failing request.
+    pub fn upload_outputs(&self, root: &Path) -> Result<()> {
+        self.upload_where(root, "", |p| !p.starts_with("checkpoints/"))
+    }
+
+    fn upload_where(&self, root: &Path, sub: &str, keep: impl Fn(&str) -> bool) -> Result<()> {
         let mut files = Vec::new();
         walk(root, &root.join(sub), &mut files)?;
+        files.retain(|p| keep(p));
         let rank = |p: &str| match p.rsplit('/').next() {
             Some("run.json") => 2,
             Some("state.json") => 1,
@@ -147,15 +192,91 @@ impl Prefix {
         };
         files.sort_by_key(|p| (rank(p), p.clone()));
         for relative in files {
-            let bytes = std::fs::read(root.join(&relative))?;
-            block_on(
-                self.objects
-                    .put(&format!("{}/{relative}", self.prefix), bytes.into()),
-            )?
-            .map_err(|e| TrainError::Data(format!("{}: {e}", self.url)))?;
+            let mut file = std::fs::File::open(root.join(&relative))?;
+            let key = format!("{}/{relative}", self.prefix);
+            let mut writer = block_on(self.objects.writer(&key))?.map_err(|e| self.remote(e))?;
+            let mut buf = vec![0u8; PART as usize];
+            loop {
+                let n = read_full(&mut file, &mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                block_on(writer.write(Bytes::copy_from_slice(&buf[..n])))?
+                    .map_err(|e| self.remote(e))?;
+            }
+            block_on(writer.finish())?.map_err(|e| self.remote(e))?;
         }
         Ok(())
     }
+
+    /// Deletes every object under `sub` (a folder of the prefix).
+    ///
+    /// # Errors
+    /// A failing request.
+    pub fn delete_under(&self, sub: &str) -> Result<()> {
+        let folder = format!("{}/", sub.trim_end_matches('/'));
+        let store = self.objects.inner();
+        for (relative, meta) in self.listing()? {
+            if relative.starts_with(&folder) {
+                block_on(store.delete(&ObjectPath::from(meta.path.as_str())))?
+                    .map_err(|e| self.remote(format!("{}: {e}", meta.path)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A run's output for resuming it: everything but its checkpoints, and of those only the
+    /// newest complete one (its `state.json`, uploaded last, is there). Returns how many
+    /// objects came.
+    ///
+    /// # Errors
+    /// A failing request.
+    pub fn download_resumable(&self, dir: &Path) -> Result<usize> {
+        let newest = self
+            .listing()?
+            .into_iter()
+            .filter_map(|(relative, _)| {
+                let name = relative
+                    .strip_prefix("checkpoints/")?
+                    .strip_suffix("/state.json")?
+                    .to_owned();
+                (!name.contains('/')).then_some(name)
+            })
+            .max_by_key(|name| checkpoint_order(name));
+        self.download_where(dir, |p| match p.strip_prefix("checkpoints/") {
+            None => true,
+            Some(rest) => newest
+                .as_deref()
+                .is_some_and(|n| rest.strip_prefix(n).is_some_and(|r| r.starts_with('/'))),
+        })
+    }
+}
+
+/// Bytes per ranged read and per multipart part.
+pub const PART: u64 = 16 << 20;
+
+/// Reads until `buf` is full or the file ends; returns how many bytes came.
+fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let n = file.read(&mut buf[filled..])?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    Ok(filled)
+}
+
+/// The run order of a checkpoint's name, `<phase>-<sft steps>-<grpo steps>`: phase (SFT
+/// before GRPO), then the counters (alphabetical order would put GRPO first).
+#[must_use]
+pub fn checkpoint_order(name: &str) -> (u8, u64, u64) {
+    let mut parts = name.split('-');
+    let phase = u8::from(parts.next() == Some("grpo"));
+    let sft = parts.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let grpo = parts.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    (phase, sft, grpo)
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
@@ -240,7 +361,11 @@ pub fn stage(location: &Location, input: bool) -> Result<Staged> {
         Location::S3 { bucket, prefix } => {
             let temp = tempfile::tempdir()?;
             let remote = Prefix::connect(bucket, prefix)?;
-            let n = remote.download(temp.path())?;
+            let n = if input {
+                remote.download(temp.path())?
+            } else {
+                remote.download_resumable(temp.path())?
+            };
             if input && n == 0 {
                 return Err(TrainError::Data(format!(
                     "s3://{bucket}/{prefix}: no objects under this prefix"

@@ -138,6 +138,9 @@ pub fn run_episodes(
     let mut cache = KvCache::new(live.len());
     let mut rows: Vec<usize> = (0..live.len()).collect();
     loop {
+        if crate::process::terminating() {
+            return Err(crate::TrainError::Terminated);
+        }
         let keep: Vec<usize> = (0..rows.len()).filter(|&r| !live[rows[r]].done).collect();
         if keep.is_empty() {
             break;

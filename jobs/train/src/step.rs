@@ -294,6 +294,9 @@ impl<'a> Pass<'a> {
         let mut acc = Accumulator::new(model.vars().len());
         let mut sums = Sums::default();
         for b in 0..self.packed.len() {
+            if crate::process::terminating() {
+                return Err(TrainError::Terminated);
+            }
             let p = &self.packed[b];
             if p.index.is_empty() {
                 continue;

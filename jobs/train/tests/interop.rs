@@ -152,7 +152,7 @@ fn a_checkpoint_gives_transformers_the_rope_it_was_trained_with() {
     let mut model = Model::load(&base, DType::F32, &Device::Cpu).unwrap();
     model.make_trainable(None, 0).unwrap();
     let saved = dir.path().join("saved");
-    model.save_hf(&saved).unwrap();
+    model.save_hf(&saved, u64::MAX).unwrap();
     std::fs::copy(base.join("tokenizer.json"), saved.join("tokenizer.json")).unwrap();
     let rope = |model: &Path| -> Value {
         let out = Command::new(agentrl_testkit::hf_python())
@@ -182,6 +182,56 @@ fn a_checkpoint_gives_transformers_the_rope_it_was_trained_with() {
     assert_eq!(written["dtype"], "float32");
     let input = inputs(dir.path(), common::tok().vocab_size() as u32);
     assert_eq!(ours(&base, &input), ours(&saved, &input));
+}
+
+/// A bf16 base model's outputs are bf16, sharded as transformers shards them: safetensors'
+/// own reader finds every tensor where the index says, transformers reads the config's
+/// dtype, and the logprobs of what was written equal the reference's on the same files.
+#[test]
+fn outputs_keep_the_base_dtype_and_shard_as_transformers_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let fp32 = dir.path().join("fp32");
+    common::write_model(&fp32, "qwen2", false, 6);
+    let base = dir.path().join("bf16");
+    std::fs::create_dir_all(&base).unwrap();
+    for f in ["config.json", "tokenizer.json"] {
+        std::fs::copy(fp32.join(f), base.join(f)).unwrap();
+    }
+    let tensors: BTreeMap<String, candle_core::Tensor> =
+        candle_core::safetensors::load(fp32.join("model.safetensors"), &Device::Cpu)
+            .unwrap()
+            .into_iter()
+            .collect();
+    agentrl_train::model::save_sharded(&tensors, &base, DType::BF16, u64::MAX).unwrap();
+    let mut model = Model::load(&base, DType::F32, &Device::Cpu).unwrap();
+    model.make_trainable(None, 0).unwrap();
+    let out = dir.path().join("out");
+    model.save_hf(&out, 20_000).unwrap();
+    std::fs::copy(base.join("tokenizer.json"), out.join("tokenizer.json")).unwrap();
+    let checked = Command::new(agentrl_testkit::hf_python())
+        .arg(common::script("hf_configs.py"))
+        .args(["shards", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&checked.stdout).unwrap();
+    assert!(seen["files"].as_array().unwrap().len() >= 2, "{seen}");
+    assert_eq!(
+        seen["dtypes"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["BF16"]
+    );
+    assert_eq!(seen["dtype"], "bfloat16");
+    let input = inputs(dir.path(), common::tok().vocab_size() as u32);
+    let err = max_error(&ours(&out, &input), &reference(&out, &input));
+    assert!(err <= 1e-4, "max abs error {err}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use agentrl_core::training::RunReport;
-use agentrl_train::config::TrainConfig;
+use agentrl_train::config::{KeepAfterFinish, TrainConfig};
 use agentrl_train::data::{Limits, Split, TurnSeq, read_rollouts, read_sft};
 use agentrl_train::model::Model;
 use agentrl_train::run::{RunOptions, run_dataset, run_prompts};
@@ -73,11 +73,10 @@ fn an_online_run_writes_a_loadable_checkpoint_metrics_report_and_plots() {
     common::write_model(&model, "qwen2", true, 2);
     let (p, s) = prompts(dir.path());
     let out = dir.path().join("out");
-    let run = report(run_prompts(
-        &options(&model, &out, small_config(), 3),
-        &p,
-        Some(&s),
-    ));
+    let mut config = small_config();
+    config.keep_checkpoints = 3;
+    config.keep_after_finish = KeepAfterFinish::All;
+    let run = report(run_prompts(&options(&model, &out, config, 3), &p, Some(&s)));
     assert_eq!(run["grpo_steps"], 3);
     assert_eq!(run["sft_steps"], 3, "12 examples in batches of 4");
     assert_eq!(run["sft"]["examples"], 12);
@@ -168,12 +167,12 @@ fn an_online_run_writes_a_loadable_checkpoint_metrics_report_and_plots() {
             "{key} is null in config.json"
         );
     }
-    // Only the two newest checkpoints are kept, each complete.
+    // `keep_after_finish: all`: the `keep_checkpoints` newest are kept, each complete.
     let kept: Vec<_> = std::fs::read_dir(out.join("checkpoints"))
         .unwrap()
         .flatten()
         .collect();
-    assert_eq!(kept.len(), 2);
+    assert_eq!(kept.len(), 3);
     assert!(kept.iter().all(|e| e.path().join("state.json").exists()));
 }
 
@@ -241,6 +240,10 @@ fn lora_runs_write_peft_adapters_and_merged_weights() {
     config.merge_lora = true;
     let run = report(run_prompts(&options(&model, &out, config, 2), &p, None));
     assert_eq!(run["model"]["lora"], true);
+    assert!(
+        !out.join("checkpoints").exists(),
+        "keep_after_finish defaults to weights: the optimizer state goes"
+    );
     assert!(
         out.join("adapter_config.json").exists() && out.join("adapter_model.safetensors").exists()
     );

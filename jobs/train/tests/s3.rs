@@ -1,6 +1,8 @@
 //! `s3://` locations against moto on 127.0.0.1: the model is read from a prefix, the output
-//! mirrored to one after every checkpoint, and a job restarted after an interruption resumes
-//! from what it uploaded (as AWS Batch retries a Spot-interrupted job).
+//! mirrored to one after every checkpoint (multipart uploads; the `keep_checkpoints` newest
+//! kept there too), a job restarted after an interruption resumes from what it uploaded (as
+//! AWS Batch retries a Spot-interrupted job), and a finished run keeps its weights, not its
+//! optimizer state.
 
 mod common;
 
@@ -63,7 +65,8 @@ async fn runs_read_and_write_s3_prefixes_and_resume_from_them() {
     let prompts = dir.path().join("prompts.jsonl");
     std::fs::write(&prompts, "{\"prompt\": \"Q:1+1\\n\", \"answer\": \"2\"}\n{\"prompt\": \"Q:2+1\\n\", \"answer\": \"3\"}\n").unwrap();
     let config = dir.path().join("config.json");
-    std::fs::write(&config, r#"{"checkpoint_every": 1, "sft": {"epochs": 0}, "grpo": {"group_size": 2, "batch_prompts": 1, "max_new_tokens": 3}}"#).unwrap();
+    // Shards of at most 20 kB: the outputs are several files and an index.
+    std::fs::write(&config, r#"{"checkpoint_every": 1, "max_shard_size": "20KB", "sft": {"epochs": 0}, "grpo": {"group_size": 2, "batch_prompts": 1, "max_new_tokens": 3}}"#).unwrap();
     let model_url = format!("s3://{bucket}/models/tiny");
     let out_url = format!("s3://{bucket}/runs/r1");
     let p = |x: &Path| x.to_str().unwrap().to_owned();
@@ -97,6 +100,14 @@ async fn runs_read_and_write_s3_prefixes_and_resume_from_them() {
         !uploaded.iter().any(|k| k.ends_with("run.json")),
         "an interrupted run must not look finished"
     );
+    // Two checkpoints were written: with keep_checkpoints 2 both are there; the next one
+    // deletes the oldest from S3 too.
+    let states = |keys: &[String]| {
+        keys.iter()
+            .filter(|k| k.contains("/checkpoints/") && k.ends_with("/state.json"))
+            .count()
+    };
+    assert_eq!(states(&uploaded), 2, "{uploaded:?}");
 
     let (ok, stdout, stderr) = train(&args, &endpoint);
     assert!(ok, "{stderr}");
@@ -119,9 +130,20 @@ async fn runs_read_and_write_s3_prefixes_and_resume_from_them() {
         3,
         "the resumed run continued at step 3: {metrics}"
     );
+    let finished = keys(objects.list("runs/r1/").await.unwrap());
+    assert_eq!(
+        states(&finished),
+        0,
+        "keep_after_finish: weights deletes the checkpoints: {finished:?}"
+    );
+    let shards = finished
+        .iter()
+        .filter(|k| k.contains("/model-") && k.ends_with(".safetensors"))
+        .count();
+    assert!(shards >= 2, "{finished:?}");
     for f in [
         "run.json",
-        "model.safetensors",
+        "model.safetensors.index.json",
         "config.json",
         "tokenizer.json",
         "plots/success.png",

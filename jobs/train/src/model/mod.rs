@@ -17,7 +17,9 @@ pub mod rope;
 pub mod vocab;
 mod weights;
 
-pub use weights::{read_tensors, save_safetensors, weight_files};
+pub use weights::{
+    dtype_name, read_tensors, remove_weight_files, save_safetensors, save_sharded, weight_files,
+};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,6 +45,8 @@ pub struct Model {
     lora: Option<lora::Adapters>,
     vars: Vec<(String, Var)>,
     compute: DType,
+    /// The dtype the weights were stored in (what outputs are written in).
+    stored: DType,
     device: Device,
 }
 
@@ -97,6 +101,7 @@ impl Model {
             lora: None,
             vars: Vec::new(),
             compute: dtype,
+            stored: dtype,
             device: device.clone(),
         }
     }
@@ -171,6 +176,7 @@ impl Model {
             lora: self.lora.as_ref().map(lora::Adapters::detached),
             vars: Vec::new(),
             compute: self.compute,
+            stored: self.stored,
             device: self.device.clone(),
         }
     }

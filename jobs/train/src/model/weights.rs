@@ -98,40 +98,49 @@ pub fn weight_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
 }
 
 impl Model {
-    /// Loads a model directory in the Hugging Face layout into `dtype` on `device`. A model
-    /// saved by `transformers` loads unchanged.
+    /// Loads a model directory in the Hugging Face layout into `dtype` on `device`, one
+    /// memory-mapped file at a time, each tensor converted as it is read (a bf16 checkpoint
+    /// loaded into bf16 is never widened). A model saved by `transformers` loads unchanged.
     ///
     /// # Errors
     /// A missing or corrupt file, an unsupported architecture, a missing tensor or one of the
     /// wrong shape: each naming the file and tensor.
     pub fn load(dir: &Path, dtype: DType, device: &Device) -> Result<Self> {
         let config = ModelConfig::load(dir)?;
-        let mut found: HashMap<String, (Tensor, std::path::PathBuf)> = HashMap::new();
-        for file in weight_files(dir)? {
-            for (name, t) in read_tensors(&file, device)? {
-                found.insert(name, (t, file.clone()));
-            }
-        }
+        let shapes: HashMap<String, Vec<usize>> = expected(&config).into_iter().collect();
         let mut tensors = BTreeMap::new();
-        for (name, shape) in expected(&config) {
-            let (t, file) = found.remove(&name).ok_or_else(|| {
-                TrainError::file(
-                    &dir.join("model.safetensors"),
-                    format!("tensor {name} is missing"),
-                )
-            })?;
-            if t.dims() != shape.as_slice() {
-                return Err(TrainError::file(
-                    &file,
-                    format!(
-                        "tensor {name} has shape {:?}, the config implies {shape:?}",
-                        t.dims()
-                    ),
-                ));
+        let mut stored = None;
+        for file in weight_files(dir)? {
+            let map = map_file(&file)?;
+            for (name, _) in map.tensors() {
+                let Some(shape) = shapes.get(&name) else {
+                    continue;
+                };
+                let t = map
+                    .load(&name, device)
+                    .map_err(|e| TrainError::file(&file, format!("tensor {name}: {e}")))?;
+                if t.dims() != shape.as_slice() {
+                    return Err(TrainError::file(
+                        &file,
+                        format!(
+                            "tensor {name} has shape {:?}, the config implies {shape:?}",
+                            t.dims()
+                        ),
+                    ));
+                }
+                stored.get_or_insert(t.dtype());
+                tensors.insert(name, t.to_dtype(dtype)?);
             }
-            tensors.insert(name, t.to_dtype(dtype)?);
         }
-        Ok(Self::untrained(config, tensors, dtype, device))
+        if let Some(name) = shapes.keys().find(|n| !tensors.contains_key(*n)) {
+            return Err(TrainError::file(
+                &dir.join("model.safetensors"),
+                format!("tensor {name} is missing"),
+            ));
+        }
+        let mut model = Self::untrained(config, tensors, dtype, device);
+        model.stored = stored.unwrap_or(dtype);
+        Ok(model)
     }
 
     /// A freshly initialised model (weights N(0, 0.02), norms 1, biases 0, as `transformers`
@@ -175,19 +184,19 @@ impl Model {
         }
     }
 
-    /// Writes `config.json` (the base model's, its dtype entry saying `float32`) and
-    /// `model.safetensors` to `dir` (fp32, `format: pt` metadata), loadable by
-    /// `AutoModelForCausalLM.from_pretrained`. Under LoRA the adapters are merged.
+    /// Writes `config.json` (the base model's, its dtype entry saying the weights' dtype) and
+    /// the weights in the base model's dtype, sharded at `max_shard` bytes as transformers
+    /// shards ([`save_sharded`]), to `dir`: loadable by `AutoModelForCausalLM.from_pretrained`.
+    /// Under LoRA the adapters are merged.
     ///
     /// # Errors
     /// I/O.
-    pub fn save_hf(&self, dir: &Path) -> Result<()> {
+    pub fn save_hf(&self, dir: &Path, max_shard: u64) -> Result<()> {
         std::fs::create_dir_all(dir)?;
-        let config = serde_json::to_vec_pretty(&self.config.to_json("float32"))
+        let config = serde_json::to_vec_pretty(&self.config.to_json(dtype_name(self.stored)))
             .map_err(|e| TrainError::Data(e.to_string()))?;
         std::fs::write(dir.join("config.json"), config)?;
-        let tensors = self.state_dict(true)?;
-        save_safetensors(&tensors, &dir.join("model.safetensors"))
+        save_sharded(&self.state_dict(true)?, dir, self.stored, max_shard)
     }
 
     /// Writes the adapter in PEFT's layout; `None` when the model has no adapters.
@@ -218,11 +227,13 @@ impl Model {
                 lora.load_peft(&read_tensors(&file, &self.device)?)
             }
             None => {
-                let file = dir.join("model.safetensors");
-                let mut tensors = read_tensors(&file, &self.device)?;
+                let mut tensors = HashMap::new();
+                for file in weight_files(dir)? {
+                    tensors.extend(read_tensors(&file, &self.device)?);
+                }
                 for (name, var) in &self.vars {
                     let t = tensors.remove(name).ok_or_else(|| {
-                        TrainError::file(&file, format!("tensor {name} is missing"))
+                        TrainError::file(dir, format!("tensor {name} is missing"))
                     })?;
                     var.set(&t.to_dtype(var.dtype())?)?;
                 }
@@ -232,23 +243,146 @@ impl Model {
     }
 }
 
-/// Every tensor of a safetensors file, or an error naming the file.
+/// A safetensors file mapped into memory.
+fn map_file(path: &Path) -> Result<candle_core::safetensors::MmapedSafetensors> {
+    // SAFETY: a map is unsound only if the file changes while mapped. The files mapped here
+    // are a run's inputs (the base model, a checkpoint it wrote and finished: renamed into
+    // place complete, never written again) and the map lives only while its tensors are
+    // copied out of it (candle's loaders copy each into storage of its own), so no write
+    // or truncation can happen under it within this process.
+    #[allow(unsafe_code, reason = "memory-mapped weights, see the SAFETY note")]
+    let map = unsafe { candle_core::safetensors::MmapedSafetensors::new(path) };
+    map.map_err(|e| TrainError::file(path, format!("not a readable safetensors file: {e}")))
+}
+
+/// Every tensor of a safetensors file (memory-mapped), or an error naming the file.
 ///
 /// # Errors
 /// A missing, truncated or malformed file.
 pub fn read_tensors(path: &Path, device: &Device) -> Result<HashMap<String, Tensor>> {
-    candle_core::safetensors::load(path, device)
-        .map_err(|e| TrainError::file(path, format!("not a readable safetensors file: {e}")))
+    let map = map_file(path)?;
+    map.tensors()
+        .into_iter()
+        .map(|(name, _)| {
+            let t = map
+                .load(&name, device)
+                .map_err(|e| TrainError::file(path, format!("tensor {name}: {e}")))?;
+            Ok((name, t))
+        })
+        .collect()
+}
+
+/// transformers' name of a dtype (`config.json`'s `dtype`).
+#[must_use]
+pub fn dtype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::BF16 => "bfloat16",
+        DType::F16 => "float16",
+        DType::F64 => "float64",
+        _ => "float32",
+    }
+}
+
+/// Writes `tensors` in `dtype` to `dir` as transformers shards them: in order, a new file
+/// whenever the next tensor would take the current one past `max_shard` bytes (a tensor
+/// larger than that alone in its file); one file is `model.safetensors`, more are
+/// `model-00001-of-0000N.safetensors` with `model.safetensors.index.json` (`total_size`,
+/// `weight_map`). Each shard is converted and written on its own, so the host holds one
+/// shard at a time. Weight files of an earlier save in `dir` are removed first.
+///
+/// # Errors
+/// I/O.
+pub fn save_sharded(
+    tensors: &BTreeMap<String, Tensor>,
+    dir: &Path,
+    dtype: DType,
+    max_shard: u64,
+) -> Result<()> {
+    remove_weight_files(dir)?;
+    let bytes = |t: &Tensor| (t.elem_count() * dtype.size_in_bytes()) as u64;
+    let mut shards: Vec<Vec<&String>> = Vec::new();
+    let mut size = 0;
+    for (name, t) in tensors {
+        let b = bytes(t);
+        match shards.last_mut() {
+            Some(shard) if size + b <= max_shard => shard.push(name),
+            _ => {
+                shards.push(vec![name]);
+                size = 0;
+            }
+        }
+        size += b;
+    }
+    let n = shards.len();
+    let file_name = |i: usize| {
+        if n == 1 {
+            "model.safetensors".to_owned()
+        } else {
+            format!("model-{:05}-of-{n:05}.safetensors", i + 1)
+        }
+    };
+    let mut weight_map = serde_json::Map::new();
+    for (i, shard) in shards.iter().enumerate() {
+        let file = file_name(i);
+        let part: BTreeMap<String, Tensor> = shard
+            .iter()
+            .map(|name| ((*name).clone(), tensors[*name].clone()))
+            .collect();
+        write_safetensors(&part, &dir.join(&file), dtype)?;
+        for name in shard {
+            weight_map.insert((*name).clone(), serde_json::json!(file));
+        }
+    }
+    if n > 1 {
+        let total: u64 = tensors.values().map(bytes).sum();
+        let index =
+            serde_json::json!({"metadata": {"total_size": total}, "weight_map": weight_map});
+        std::fs::write(
+            dir.join("model.safetensors.index.json"),
+            serde_json::to_vec_pretty(&index).map_err(|e| TrainError::Data(e.to_string()))?,
+        )?;
+    }
+    Ok(())
+}
+
+/// Removes a model directory's weight files (`model.safetensors`, shards and their index),
+/// creating the directory if needed.
+///
+/// # Errors
+/// I/O.
+pub fn remove_weight_files(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name == "model.safetensors.index.json"
+            || (name.starts_with("model") && name.ends_with(".safetensors"))
+        {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes tensors as fp32 safetensors with the `format: pt` metadata `transformers` checks.
+///
+/// # Errors
+/// I/O.
 pub fn save_safetensors(tensors: &BTreeMap<String, Tensor>, path: &Path) -> Result<()> {
-    let fp32: Vec<(String, Tensor)> = tensors
+    write_safetensors(tensors, path, DType::F32)
+}
+
+/// Writes tensors in `dtype` as safetensors with the `format: pt` metadata.
+fn write_safetensors(tensors: &BTreeMap<String, Tensor>, path: &Path, dtype: DType) -> Result<()> {
+    let converted: Vec<(String, Tensor)> = tensors
         .iter()
-        .map(|(k, t)| Ok((k.clone(), t.to_dtype(DType::F32)?.contiguous()?)))
+        .map(|(k, t)| Ok((k.clone(), t.to_dtype(dtype)?.contiguous()?)))
         .collect::<Result<_>>()?;
     let metadata: HashMap<String, String> = [("format".to_owned(), "pt".to_owned())].into();
-    safetensors::serialize_to_file(fp32, Some(metadata), path)
+    safetensors::serialize_to_file(converted, Some(metadata), path)
         .map_err(|e| TrainError::file(path, e))?;
     Ok(())
 }

@@ -24,16 +24,19 @@ impl Trainer {
             .save_adapter(&staging, &self.identity.base_model_sha256)?;
         if lora {
             if self.config.merge_lora {
-                self.model.save_hf(&staging.join("merged"))?;
+                self.model
+                    .save_hf(&staging.join("merged"), self.config.max_shard_size.0)?;
                 std::fs::write(
                     staging.join("merged").join("tokenizer.json"),
                     self.tok.json(),
                 )?;
             }
         } else {
-            self.model.save_hf(&staging)?;
+            self.model.save_hf(&staging, self.config.max_shard_size.0)?;
         }
         std::fs::write(staging.join("tokenizer.json"), self.tok.json())?;
+        // An earlier attempt's weight files would sit beside a differently sharded set.
+        crate::model::remove_weight_files(&out)?;
         for entry in std::fs::read_dir(&staging)? {
             let entry = entry?;
             let target = out.join(entry.file_name());
@@ -81,8 +84,9 @@ impl Trainer {
         std::fs::write(&tmp, bytes)?;
         std::fs::rename(tmp, out.join("run.json"))?;
         if let Some(mirror) = &self.mirror {
-            mirror.upload(&out, "")?;
+            mirror.upload_outputs(&out)?;
         }
+        self.prune_after_finish()?;
         Ok(run)
     }
 }
@@ -92,14 +96,10 @@ impl Trainer {
 /// # Errors
 /// Unreadable files.
 pub fn hash_model_dir(dir: &Path) -> Result<String> {
-    let mut h = Sha256::new();
     let mut files = vec![dir.join("config.json")];
     files.extend(crate::model::weight_files(dir)?);
-    for f in files {
-        let bytes = std::fs::read(&f).map_err(|e| TrainError::file(&f, e))?;
-        h.update(Sha256::digest(&bytes));
-    }
-    Ok(hex::encode(h.finalize()))
+    let files: Vec<&Path> = files.iter().map(std::path::PathBuf::as_path).collect();
+    hash_files(&files)
 }
 
 /// sha256 of files' contents, in order.
@@ -109,8 +109,11 @@ pub fn hash_model_dir(dir: &Path) -> Result<String> {
 pub fn hash_files(files: &[&Path]) -> Result<String> {
     let mut h = Sha256::new();
     for f in files {
-        let bytes = std::fs::read(f).map_err(|e| TrainError::file(f, e))?;
-        h.update(Sha256::digest(&bytes));
+        // Streamed: weight files run to tens of GB.
+        let mut file = std::fs::File::open(f).map_err(|e| TrainError::file(f, e))?;
+        let mut digest = Sha256::new();
+        std::io::copy(&mut file, &mut digest).map_err(|e| TrainError::file(f, e))?;
+        h.update(digest.finalize());
     }
     Ok(hex::encode(h.finalize()))
 }

@@ -1,8 +1,10 @@
-//! Resumable checkpoints: written atomically, the newest two kept, mirrored to S3.
+//! Resumable checkpoints: written atomically, the newest `keep_checkpoints` kept (locally and
+//! on S3, older ones deleted once a newer one is complete), mirrored to S3.
 
 use std::path::{Path, PathBuf};
 
 use super::{State, Trainer};
+use crate::config::KeepAfterFinish;
 use crate::error::{Result, TrainError};
 
 /// The directory of a run's resumable checkpoints, inside its output.
@@ -10,7 +12,9 @@ const CHECKPOINTS: &str = "checkpoints";
 
 impl Trainer {
     /// Writes a resumable checkpoint atomically (a temporary directory renamed into place;
-    /// `state.json` inside it last) and keeps the two most recent.
+    /// `state.json` inside it last): the trained weights (fp32 masters, sharded at
+    /// `max_shard_size`; under LoRA the adapter), the optimizer's state beside them, the
+    /// run's position. Keeps the `keep_checkpoints` most recent.
     ///
     /// # Errors
     /// I/O.
@@ -27,9 +31,11 @@ impl Trainer {
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp)?;
         if !self.model.save_adapter(&tmp, "base")? {
-            crate::model::save_safetensors(
+            crate::model::save_sharded(
                 &self.model.state_dict(false)?,
-                &tmp.join("model.safetensors"),
+                &tmp,
+                candle_core::DType::F32,
+                self.config.max_shard_size.0,
             )?;
         }
         self.optimizer
@@ -41,12 +47,35 @@ impl Trainer {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::rename(&tmp, &dir)?;
         let mut complete = complete_checkpoints(&self.out);
-        while complete.len() > 2 {
-            let _ = std::fs::remove_dir_all(complete.remove(0));
+        let mut pruned = Vec::new();
+        while complete.len() > self.config.keep_checkpoints {
+            let old = complete.remove(0);
+            let _ = std::fs::remove_dir_all(&old);
+            pruned.extend(old.file_name().and_then(|n| n.to_str()).map(String::from));
         }
         if let Some(mirror) = &self.mirror {
             mirror.upload(&self.out, &format!("{CHECKPOINTS}/{name}"))?;
             mirror.upload(&self.out, "metrics.jsonl")?;
+            // Only once the new one is complete remotely.
+            for old in pruned {
+                mirror.delete_under(&format!("{CHECKPOINTS}/{old}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What `keep_after_finish` says of a finished run's checkpoints: with `weights`, they go
+    /// (locally and on S3): the run's outputs are its product, their optimizer state is not.
+    ///
+    /// # Errors
+    /// I/O, a failing deletion.
+    pub(super) fn prune_after_finish(&self) -> Result<()> {
+        if self.config.keep_after_finish == KeepAfterFinish::All {
+            return Ok(());
+        }
+        let _ = std::fs::remove_dir_all(self.out.join(CHECKPOINTS));
+        if let Some(mirror) = &self.mirror {
+            mirror.delete_under(CHECKPOINTS)?;
         }
         Ok(())
     }
@@ -65,19 +94,8 @@ fn complete_checkpoints(out: &Path) -> Vec<PathBuf> {
                 && p.join("state.json").exists()
         })
         .collect();
-    // Names are `<phase>-<sft steps>-<grpo steps>`: run order is phase (sft before grpo), then
-    // the counters; alphabetical order would put grpo first.
     dirs.sort_by_key(|p| {
-        let name = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        let mut parts = name.split('-');
-        let phase = u8::from(parts.next() == Some("grpo"));
-        let sft: u64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-        let grpo: u64 = parts.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-        (phase, sft, grpo)
+        crate::remote::checkpoint_order(p.file_name().and_then(|n| n.to_str()).unwrap_or_default())
     });
     dirs
 }

@@ -38,6 +38,7 @@ impl Trainer {
         }
         let mut progress = Progress::start("grpo", steps);
         while self.state.grpo_step < steps {
+            let at_start = self.state.clone();
             let t0 = Instant::now();
             let picked: Vec<usize> = (0..g.batch_prompts.min(groups.len()))
                 .map(|_| self.next_prompt(groups.len()))
@@ -73,7 +74,8 @@ impl Trainer {
             }
             let rewards: Vec<f64> = picked_rollouts.iter().map(|r| r.reward).collect();
             let (reward_mean, reward_std) = mean_std(&rewards);
-            let (stats, lr) = self.grpo_update(&mut seqs, steps)?;
+            let updated = self.grpo_update(&mut seqs, steps);
+            let (stats, lr) = self.or_stop(&at_start, updated)?;
             let r = RolloutStats {
                 reward_mean,
                 reward_std,
@@ -88,6 +90,9 @@ impl Trainer {
             progress.update(self.state.grpo_step, &format!("loss {:.4}", stats.loss));
             if self.checkpoint_due(self.state.grpo_step) {
                 self.checkpoint()?;
+            }
+            if crate::process::terminating() {
+                return self.stop_now();
             }
             if self.should_stop() {
                 self.checkpoint()?;

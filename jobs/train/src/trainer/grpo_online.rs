@@ -34,6 +34,7 @@ impl Trainer {
             self.log_eval(task)?;
         }
         while self.state.grpo_step < steps {
+            let at_start = self.state.clone();
             let step = self.state.grpo_step;
             let t0 = Instant::now();
             let mut sample_rng = rng(self.config.seed, Stream::Sample, step);
@@ -50,7 +51,8 @@ impl Trainer {
                     .flat_map(|&p| (0..g.group_size).map(move |_| p))
                     .map(|p| task.train_env(p))
                     .collect();
-                let episodes = run_episodes(&frozen, &self.tok, envs, &sampling, &mut sample_rng)?;
+                let sampled = run_episodes(&frozen, &self.tok, envs, &sampling, &mut sample_rng);
+                let episodes = self.or_stop(&at_start, sampled)?;
                 for group in episodes.chunks(g.group_size) {
                     all.extend(group.iter().cloned());
                     // Signal under the configured credit: with `turn`, a group whose episodes
@@ -93,7 +95,8 @@ impl Trainer {
                     weight: 0.0,
                 });
             }
-            let (stats, lr) = self.grpo_update(&mut seqs, steps)?;
+            let updated = self.grpo_update(&mut seqs, steps);
+            let (stats, lr) = self.or_stop(&at_start, updated)?;
             let r = RolloutStats {
                 reward_mean,
                 reward_std,
@@ -121,6 +124,9 @@ impl Trainer {
             }
             if reached || self.deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
+            }
+            if crate::process::terminating() {
+                return self.stop_now();
             }
             if self.should_stop() {
                 self.checkpoint()?;

@@ -110,6 +110,15 @@ pub struct Trainer {
     budget: usize,
 }
 
+/// Seconds a SIGTERM stop may spend on its checkpoint: ECS's container stop timeout is at
+/// most 120 s (the template's launch template sets it to that), less a margin for the exit.
+const STOP_WINDOW_S: f64 = 90.0;
+
+/// Rates a stop plans its checkpoint with (trained weights and AdamW's two moments, 12 bytes a
+/// parameter): a local NVMe or EBS write, and an S3 multipart upload from one instance.
+const DISK_BYTES_PER_S: f64 = 1e9;
+const S3_BYTES_PER_S: f64 = 150e6;
+
 /// How a phase ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
@@ -205,6 +214,40 @@ impl Trainer {
             }
         }
         Ok(())
+    }
+
+    /// A step's result. On SIGTERM (the step stopped part-way) the run's position goes back to
+    /// the step's start, so that the checkpoint written and a resumed run agree.
+    fn or_stop<T>(&mut self, at_start: &State, result: Result<T>) -> Result<T> {
+        match result {
+            Err(TrainError::Terminated) => {
+                self.state = at_start.clone();
+                self.stop_now()
+            }
+            other => other,
+        }
+    }
+
+    /// Ends the run for SIGTERM: a checkpoint of where it is when one fits the stop window
+    /// (else the last periodic one stands), then [`TrainError::Terminated`].
+    fn stop_now<T>(&mut self) -> Result<T> {
+        let bytes = 12.0 * self.model.trainable_parameters() as f64;
+        let seconds = bytes / DISK_BYTES_PER_S
+            + if self.mirror.is_some() {
+                bytes / S3_BYTES_PER_S
+            } else {
+                0.0
+            };
+        if seconds <= STOP_WINDOW_S {
+            self.checkpoint()?;
+            tracing::warn!(step = self.state.grpo_step, "SIGTERM: checkpoint written");
+        } else {
+            tracing::warn!(
+                seconds,
+                "SIGTERM: a checkpoint would not fit the stop window; the last one stands"
+            );
+        }
+        Err(TrainError::Terminated)
     }
 
     fn should_stop(&mut self) -> bool {

@@ -26,6 +26,7 @@ impl Trainer {
         let total = per_epoch * u64::from(self.config.sft.epochs);
         let mut progress = Progress::start("sft", total);
         while self.state.sft_step < total {
+            let at_start = self.state.clone();
             let step = self.state.sft_step;
             let epoch = step / per_epoch;
             let mut order: Vec<usize> = (0..examples.len()).collect();
@@ -54,17 +55,21 @@ impl Trainer {
                 .for_each(|s| s.weight = 1.0 / total_tokens.max(1) as f64);
             let lr = self.lr_at(self.config.sft.learning_rate, step, total);
             let t0 = Instant::now();
-            let stats = self.update(
+            let updated = self.update(
                 &seqs,
                 Objective::Nll,
                 lr,
                 rng(self.config.seed, Stream::Dropout, step),
-            )?;
+            );
+            let stats = self.or_stop(&at_start, updated)?;
             self.state.sft_step += 1;
             self.log(self.state.sft_step, "sft", &stats, lr, t0, None)?;
             progress.update(self.state.sft_step, &format!("loss {:.3}", stats.loss));
             if self.checkpoint_due(self.state.sft_step) {
                 self.checkpoint()?;
+            }
+            if crate::process::terminating() {
+                return self.stop_now();
             }
             if self.should_stop() {
                 self.checkpoint()?;

@@ -33,7 +33,12 @@ def load_safetensors(path):
         if name == "__metadata__":
             continue
         start, end = info["data_offsets"]
-        arr = np.frombuffer(body[start:end], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
+        if info["dtype"] == "BF16":
+            # bf16 is the top half of an fp32.
+            bits = np.frombuffer(body[start:end], dtype=np.uint16).astype(np.uint32) << 16
+            arr = bits.view(np.float32).reshape(info["shape"])
+        else:
+            arr = np.frombuffer(body[start:end], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
         out[name] = arr.astype(np.float64)
     return out
 

@@ -5,6 +5,9 @@ implements.
 usage:
   hf_configs.py write OUT_DIR VOCAB   ->  OUT_DIR/<variant>/config.json, the variants' names on stdout
   hf_configs.py read MODEL_DIR        ->  the RoPE parameters transformers resolves for a model, as JSON
+  hf_configs.py shards MODEL_DIR      ->  the weight files as transformers' loader meets them: the
+                                          index checked against the shards (safetensors' own reader),
+                                          each tensor's dtype, as JSON
 """
 import json
 import sys
@@ -47,8 +50,39 @@ def read(model):
     print(json.dumps(config.rope_parameters, sort_keys=True))
 
 
+def shards(model):
+    from safetensors import safe_open
+
+    index_path = model / "model.safetensors.index.json"
+    if index_path.exists():
+        index = json.loads(index_path.read_text())
+        weight_map = index["weight_map"]
+        files = sorted(set(weight_map.values()))
+    else:
+        weight_map, files = None, ["model.safetensors"]
+    dtypes, total, names = {}, 0, {}
+    for f in files:
+        with safe_open(model / f, framework="numpy") as st:
+            assert st.metadata().get("format") == "pt", f"{f}: no format pt metadata"
+            for name in st.keys():
+                sl = st.get_slice(name)
+                dtypes[sl.get_dtype()] = dtypes.get(sl.get_dtype(), 0) + 1
+                size = {"BF16": 2, "F16": 2, "F32": 4}[sl.get_dtype()]
+                for d in sl.get_shape():
+                    size *= d
+                total += size
+                names[name] = f
+    if weight_map is not None:
+        assert weight_map == names, "the index does not map each tensor to the file holding it"
+        assert index["metadata"]["total_size"] == total, "total_size is not the tensors' bytes"
+    config = AutoConfig.from_pretrained(model)
+    print(json.dumps({"files": files, "dtypes": dtypes, "dtype": str(config.dtype)}))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(Path(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "shards":
+        shards(Path(sys.argv[2]))
     else:
         read(Path(sys.argv[2]))
