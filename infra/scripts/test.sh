@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README and CI run it:
 #   formatting, clippy (warnings are errors), the SAM template checks (cfn-lint, sam validate,
-#   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), the API
-#   contract (schemathesis against `agentrl serve`, bounded by test cases, seed 1), and the
-#   README's main job (`agentrl demo`) as a smoke test.
+#   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), the
+#   trainer's `cuda` build checked with nvcc from PyPI, the API contract (schemathesis against
+#   `agentrl serve`, bounded by test cases, seed 1), and the README's main job
+#   (`agentrl demo`) as a smoke test.
 # Installs what it needs (Python tools into a cached virtualenv) and needs no standard input.
 set -euo pipefail
 exec </dev/null
@@ -42,6 +43,10 @@ infra/scripts/lint-template.sh
 
 step "cargo test"
 cargo test --workspace --locked
+
+step "cuda build: cargo check --features cuda, nvcc 13.0 from PyPI (no GPU needed)"
+# A CUDA-only compile error cannot land; candle's kernels are compiled by nvcc here too.
+infra/gpu/build.sh --check
 
 step "API contract: schemathesis, 20 cases per operation and phase, seed 1"
 infra/scripts/contract.sh --examples 20 --seed 1

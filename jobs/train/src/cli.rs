@@ -25,6 +25,9 @@ pub enum TrainCommand {
         /// JSON Lines of `{"prompt_ids": [...], "response_ids": [...]}`.
         #[arg(long)]
         input: PathBuf,
+        /// What the forward computes in (`auto`: bf16 on a GPU, fp32 on the CPU).
+        #[arg(long, value_enum, default_value = "auto")]
+        dtype: DtypeArg,
     },
     /// Time forward + backward + AdamW on random ids; prints one JSON line.
     Bench {
@@ -93,6 +96,27 @@ pub enum TrainCommand {
         #[arg(long, default_value_t = 0.95)]
         target: f64,
     },
+}
+
+/// `--dtype` of `train logprobs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DtypeArg {
+    /// bf16 on a GPU, fp32 on the CPU.
+    Auto,
+    /// bf16.
+    Bf16,
+    /// fp32.
+    Fp32,
+}
+
+impl From<DtypeArg> for crate::config::Precision {
+    fn from(d: DtypeArg) -> Self {
+        match d {
+            DtypeArg::Auto => Self::Auto,
+            DtypeArg::Bf16 => Self::Bf16,
+            DtypeArg::Fp32 => Self::Fp32,
+        }
+    }
 }
 
 /// `--mode` of `train plan`.
@@ -197,9 +221,13 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 ),
             }
         }
-        TrainCommand::Logprobs { model, input } => {
+        TrainCommand::Logprobs {
+            model,
+            input,
+            dtype,
+        } => {
             let stdout = std::io::stdout();
-            logprobs(&model, &input, &mut stdout.lock())?;
+            logprobs(&model, &input, dtype.into(), &mut stdout.lock())?;
         }
         TrainCommand::Bench {
             model,

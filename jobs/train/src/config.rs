@@ -212,6 +212,11 @@ pub struct GrpoConfig {
     pub temperature: f64,
     /// Nucleus sampling mass (1 = off).
     pub top_p: f64,
+    /// Sample among the most likely tokens only (0 = off).
+    pub top_k: usize,
+    /// Episodes sampled at once (the key/value cache holds their rows; the others wait for
+    /// a row to free). `null`: a step's `batch_prompts × group_size`.
+    pub max_rollout_rows: Option<usize>,
     /// Groups per optimizer step (prompts in online mode, dataset groups offline).
     pub batch_prompts: usize,
     /// Longest completion (per model turn) in tokens.
@@ -260,6 +265,8 @@ impl Default for GrpoConfig {
             group_size: 8,
             temperature: 1.0,
             top_p: 1.0,
+            top_k: 0,
+            max_rollout_rows: None,
             batch_prompts: 8,
             max_new_tokens: 256,
             stop: Vec::new(),
@@ -408,6 +415,9 @@ impl TrainConfig {
         )?;
         within("grpo.importance_cap", g.importance_cap, 1.0, 1e6)?;
         count("grpo.max_draws", g.max_draws, 1, 1024)?;
+        if let Some(rows) = g.max_rollout_rows {
+            count("grpo.max_rollout_rows", rows, 1, 1 << 20)?;
+        }
         if g.max_staleness.is_some_and(|s| s < 0) {
             return Err(TrainError::config("grpo.max_staleness", "must be ≥ 0"));
         }

@@ -18,6 +18,7 @@ pub mod remote;
 pub mod report;
 pub mod rollout;
 pub mod run;
+pub mod sampler;
 pub mod step;
 pub mod task;
 pub mod tokenizer;

@@ -363,7 +363,8 @@ impl<'a> Estimate<'a> {
         let logits = 3.0 * chunk + 3.0 * 4.0 * n * h;
         let kv_cache = if self.workload.rollouts {
             let g = &self.config.grpo;
-            let episodes = (g.batch_prompts * g.group_size) as f64;
+            let step = g.batch_prompts * g.group_size;
+            let episodes = g.max_rollout_rows.map_or(step, |rows| rows.min(step)) as f64;
             episodes
                 * self.workload.longest as f64
                 * layers

@@ -1,21 +1,31 @@
-//! Online rollouts: a seeded sampler that returns token ids with their log-probabilities, and
-//! multi-turn episodes against an environment (a tool, a checker) that answers each turn.
+//! Online rollouts: episodes against an environment (a tool, a checker) that answers each
+//! turn, sampled with the batched key/value cache ([`crate::model::kv_cache`]) and drawn on the
+//! device ([`crate::sampler`]).
 //!
-//! Every active episode of a batch advances one token per forward pass, which feeds each only
-//! the tokens it has not fed yet (a batched key/value cache, [`crate::model::kv_cache`]). A
-//! turn ends at an end id (any of the model's, [`Tok::eos`]), a stop string (matched on the
+//! - **Continuous batching**: at most `max_rows` episodes run at once; when one ends, its row
+//!   leaves the cache and the next waiting episode takes its place (feeding its prompt while
+//!   the others feed one token), so a long episode does not hold the batch.
+//! - **Shared prompts**: the consecutive episodes of a group (the G samples of one prompt)
+//!   prefill their prompt once, in one row, which is then copied G times.
+//! - **The weights are cast and stacked once per call** ([`Model::sampling_view`]), not per
+//!   token; only the drawn ids and their log-probabilities come back to the host.
+//!
+//! A turn ends at an end id (any of the model's, [`Tok::eos`]), a stop string (matched on the
 //! text with special tokens written out, so a stop string may name one) or the per-turn token
 //! limit, and the environment then either appends an observation (tokens with loss mask 0) or
-//! ends the episode with a reward.
-//! The recorded log-probability is the policy's at temperature 1 (what `train logprobs`
-//! prints), whatever temperature sampled the token.
+//! ends the episode with a reward. The recorded log-probability is the policy's at
+//! temperature 1 (what `train logprobs` prints), whatever temperature sampled the token.
 
-use rand::Rng;
+use std::collections::VecDeque;
+
+use candle_core::Tensor;
+use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
 use crate::model::Model;
 use crate::model::kv_cache::KvCache;
+use crate::sampler::{self, Draw};
 use crate::tokenizer::Tok;
 
 /// What the environment says after a model turn.
@@ -54,6 +64,10 @@ pub struct Sampling {
     pub temperature: f64,
     /// Nucleus mass.
     pub top_p: f64,
+    /// Most likely tokens kept (0 = off).
+    pub top_k: usize,
+    /// Episodes running at once (the rest wait for a row).
+    pub max_rows: usize,
     /// Longest model turn.
     pub max_new_tokens: usize,
     /// Strings that end a turn.
@@ -96,11 +110,11 @@ struct Live {
     done: bool,
 }
 
-/// Runs every environment to its end with `model` (a frozen view), advancing all live
-/// episodes together.
+/// Runs every environment to its end with `model`, `sampling.max_rows` episodes at a time;
+/// episodes come back in the order of `envs`.
 ///
 /// # Errors
-/// Tensor or tokenizer failures.
+/// Tensor or tokenizer failures, SIGTERM.
 pub fn run_episodes(
     model: &Model,
     tok: &Tok,
@@ -108,6 +122,7 @@ pub fn run_episodes(
     sampling: &Sampling,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<Episode>> {
+    let view = model.sampling_view()?;
     let limit = sampling.max_len;
     let mut live: Vec<Live> = envs
         .into_iter()
@@ -134,94 +149,160 @@ pub fn run_episodes(
             })
         })
         .collect::<Result<_>>()?;
-    // Row r of the cache is episode rows[r]; finished episodes leave the batch.
-    let mut cache = KvCache::new(live.len());
-    let mut rows: Vec<usize> = (0..live.len()).collect();
+    // Groups: consecutive episodes with the same prompt prefill it once.
+    let mut waiting: VecDeque<Vec<usize>> = VecDeque::new();
+    for i in 0..live.len() {
+        match waiting.back_mut() {
+            Some(group) if live[group[0]].episode.prompt == live[i].episode.prompt => group.push(i),
+            _ => waiting.push_back(vec![i]),
+        }
+    }
+    let slots = sampling.max_rows.max(1);
+    let draw = Draw {
+        temperature: sampling.temperature,
+        top_p: sampling.top_p,
+        top_k: sampling.top_k,
+    };
+    // Row r of the cache is episode rows[r].
+    let mut cache = KvCache::new(0);
+    let mut rows: Vec<usize> = Vec::new();
     loop {
         if crate::process::terminating() {
             return Err(crate::TrainError::Terminated);
         }
-        let keep: Vec<usize> = (0..rows.len()).filter(|&r| !live[rows[r]].done).collect();
-        if keep.is_empty() {
+        // Admit whole groups while they fit (at least one when the batch is empty): each
+        // feeds its prompt in one row, copied to its members after this step's forward.
+        let mut forks = Vec::new();
+        while let Some(group) = waiting.front() {
+            if !rows.is_empty() && rows.len() + forks.len() + group.len() > slots {
+                break;
+            }
+            let group = waiting.pop_front().unwrap_or_default();
+            forks.push((rows.len() + forks.len(), group));
+        }
+        if rows.is_empty() && forks.is_empty() {
             break;
         }
-        cache.retain(&keep)?;
-        rows = keep.iter().map(|&r| rows[r]).collect();
+        cache.push_rows(forks.len())?;
+        rows.extend(forks.iter().map(|(_, g)| g[0]));
         let new: Vec<Vec<u32>> = rows
             .iter()
             .enumerate()
             .map(|(r, &i)| unfed(&live[i].episode, cache.fed(r)))
             .collect();
-        let next = model.decode(&mut cache, &new)?.to_vec2::<f32>()?;
-        for (k, &i) in rows.iter().enumerate() {
-            let (token, logprob) = sample(&next[k], sampling, rng);
-            let l = &mut live[i];
-            let turn = l.episode.turn_rewards.len();
-            l.episode.response.push(token);
-            l.episode.mask.push(true);
-            l.episode.logprobs.push(logprob);
-            l.episode.turn.push(turn);
-            let eos = tok.eos().contains(&token);
-            let turn_ids = &l.episode.response[l.turn_start..];
-            let stop = if sampling.stop.is_empty() || eos {
-                None
-            } else {
-                let raw = tok.decode_raw(turn_ids)?;
-                sampling
-                    .stop
-                    .iter()
-                    .find(|s| raw.contains(s.as_str()))
-                    .cloned()
-            };
-            let stopped = eos || stop.is_some();
-            let turn_len = turn_ids.len();
-            let len = l.episode.prompt.len() + l.episode.response.len();
-            let too_long = len >= limit;
-            if !(stopped || turn_len >= sampling.max_new_tokens || too_long) {
-                continue;
+        let mut logits = view.decode(&mut cache, &new)?;
+        if forks.iter().any(|(_, g)| g.len() > 1) {
+            let mut order: Vec<usize> = (0..rows.len()).collect();
+            for (row, group) in &forks {
+                order.extend(std::iter::repeat_n(*row, group.len() - 1));
+                rows.extend(&group[1..]);
             }
-            // The turn's text ends with the stop string that ended it (a special token's is
-            // not in the text at all), as the environment strips it.
-            let mut text = tok.decode(turn_ids)?;
-            if let Some(at) = stop.and_then(|s| text.find(&s).map(|at| at + s.len())) {
-                text.truncate(at);
-            }
-            l.episode.truncated |= !stopped;
-            match l.env.step(&text, eos) {
-                Step::Done {
-                    reward,
-                    success,
-                    turn_reward,
-                } => {
-                    l.episode.turn_rewards.push(turn_reward);
-                    l.episode.reward = reward;
-                    l.episode.success = success;
-                    l.done = true;
-                }
-                Step::Continue {
-                    observation,
-                    turn_reward,
-                } => {
-                    l.episode.turn_rewards.push(turn_reward);
-                    let obs = tok.encode(&observation)?;
-                    let over = len + obs.len() >= limit;
-                    if over || l.episode.turn_rewards.len() >= sampling.max_turns || eos {
-                        l.episode.truncated = true;
-                        l.done = true;
-                        continue;
-                    }
-                    l.episode.mask.extend(std::iter::repeat_n(false, obs.len()));
-                    l.episode
-                        .logprobs
-                        .extend(std::iter::repeat_n(0.0, obs.len()));
-                    l.episode.turn.extend(std::iter::repeat_n(turn, obs.len()));
-                    l.episode.response.extend(obs);
-                    l.turn_start = l.episode.response.len();
-                }
-            }
+            cache.retain(&order)?;
+            let index: Vec<u32> = order.iter().map(|&r| r as u32).collect();
+            let n = index.len();
+            logits = logits.index_select(&Tensor::from_vec(index, n, logits.device())?, 0)?;
         }
+        let (tokens, logprobs) = sampler::draw(&logits, draw, &uniform(&logits, rng)?)?;
+        for (k, &i) in rows.iter().enumerate() {
+            advance(&mut live[i], tok, sampling, limit, tokens[k], logprobs[k])?;
+        }
+        let keep: Vec<usize> = (0..rows.len()).filter(|&r| !live[rows[r]].done).collect();
+        cache.retain(&keep)?;
+        rows = keep.iter().map(|&r| rows[r]).collect();
+        cache.compact()?;
     }
     Ok(live.into_iter().map(|l| l.episode).collect())
+}
+
+/// The draw's randomness, `[rows, V]` uniform in (0, 1) on the logits' device: from the host
+/// generator on the CPU, from the device's generator seeded by it elsewhere.
+fn uniform(logits: &Tensor, rng: &mut ChaCha8Rng) -> Result<Tensor> {
+    let device = logits.device();
+    let shape = logits.shape();
+    if device.is_cpu() {
+        let u: Vec<f32> = (0..shape.elem_count())
+            .map(|_| rng.random_range(f32::MIN_POSITIVE..1.0))
+            .collect();
+        return Ok(Tensor::from_vec(u, shape, device)?);
+    }
+    device.set_seed(rng.next_u64())?;
+    // Away from 0 and 1, where −ln(−ln u) is not finite.
+    Ok(Tensor::rand(0f32, 1f32, shape, device)?.clamp(f32::MIN_POSITIVE, 1.0 - f32::EPSILON)?)
+}
+
+/// One drawn token for an episode: appended, and the turn ended when it says so.
+fn advance(
+    l: &mut Live,
+    tok: &Tok,
+    sampling: &Sampling,
+    limit: usize,
+    token: u32,
+    logprob: f32,
+) -> Result<()> {
+    let turn = l.episode.turn_rewards.len();
+    l.episode.response.push(token);
+    l.episode.mask.push(true);
+    l.episode.logprobs.push(logprob);
+    l.episode.turn.push(turn);
+    let eos = tok.eos().contains(&token);
+    let turn_ids = &l.episode.response[l.turn_start..];
+    let stop = if sampling.stop.is_empty() || eos {
+        None
+    } else {
+        let raw = tok.decode_raw(turn_ids)?;
+        sampling
+            .stop
+            .iter()
+            .find(|s| raw.contains(s.as_str()))
+            .cloned()
+    };
+    let stopped = eos || stop.is_some();
+    let turn_len = turn_ids.len();
+    let len = l.episode.prompt.len() + l.episode.response.len();
+    let too_long = len >= limit;
+    if !(stopped || turn_len >= sampling.max_new_tokens || too_long) {
+        return Ok(());
+    }
+    // The turn's text ends with the stop string that ended it (a special token's is not in
+    // the text at all), as the environment strips it.
+    let mut text = tok.decode(turn_ids)?;
+    if let Some(at) = stop.and_then(|s| text.find(&s).map(|at| at + s.len())) {
+        text.truncate(at);
+    }
+    l.episode.truncated |= !stopped;
+    match l.env.step(&text, eos) {
+        Step::Done {
+            reward,
+            success,
+            turn_reward,
+        } => {
+            l.episode.turn_rewards.push(turn_reward);
+            l.episode.reward = reward;
+            l.episode.success = success;
+            l.done = true;
+        }
+        Step::Continue {
+            observation,
+            turn_reward,
+        } => {
+            l.episode.turn_rewards.push(turn_reward);
+            let obs = tok.encode(&observation)?;
+            let over = len + obs.len() >= limit;
+            if over || l.episode.turn_rewards.len() >= sampling.max_turns || eos {
+                l.episode.truncated = true;
+                l.done = true;
+                return Ok(());
+            }
+            l.episode.mask.extend(std::iter::repeat_n(false, obs.len()));
+            l.episode
+                .logprobs
+                .extend(std::iter::repeat_n(0.0, obs.len()));
+            l.episode.turn.extend(std::iter::repeat_n(turn, obs.len()));
+            l.episode.response.extend(obs);
+            l.turn_start = l.episode.response.len();
+        }
+    }
+    Ok(())
 }
 
 /// The tokens of `episode` after its first `fed`.
@@ -230,54 +311,4 @@ fn unfed(episode: &Episode, fed: usize) -> Vec<u32> {
         None => [&episode.prompt[fed..], episode.response.as_slice()].concat(),
         Some(at) => episode.response[at..].to_vec(),
     }
-}
-
-/// Draws a token; returns it with its log-probability under the untempered distribution.
-fn sample(logits: &[f32], s: &Sampling, rng: &mut ChaCha8Rng) -> (u32, f32) {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let log_z = max + logits.iter().map(|&x| (x - max).exp()).sum::<f32>().ln();
-    let token = if s.temperature <= 0.0 {
-        argmax(logits)
-    } else {
-        let t = s.temperature as f32;
-        let mut probs: Vec<(usize, f32)> = logits
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| (i, ((x - max) / t).exp()))
-            .collect();
-        let total: f32 = probs.iter().map(|p| p.1).sum();
-        probs.iter_mut().for_each(|p| p.1 /= total);
-        if s.top_p < 1.0 {
-            probs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let mut mass = 0.0;
-            let keep = probs
-                .iter()
-                .position(|p| {
-                    mass += p.1;
-                    f64::from(mass) >= s.top_p
-                })
-                .map_or(probs.len(), |k| k + 1);
-            probs.truncate(keep);
-            let kept: f32 = probs.iter().map(|p| p.1).sum();
-            probs.iter_mut().for_each(|p| p.1 /= kept);
-        }
-        let mut u: f32 = rng.random();
-        let mut chosen = probs.last().map_or(0, |p| p.0);
-        for &(i, p) in &probs {
-            if u < p {
-                chosen = i;
-                break;
-            }
-            u -= p;
-        }
-        chosen
-    };
-    (token as u32, logits[token] - log_z)
-}
-
-fn argmax(xs: &[f32]) -> usize {
-    xs.iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
-        .map_or(0, |(i, _)| i)
 }

@@ -366,13 +366,22 @@ fn longest_example(examples: &[crate::data::SftExample]) -> usize {
         .unwrap_or(0)
 }
 
-/// `train logprobs`: one `{"logprobs": [...]}` line per input line
+/// `train logprobs` in `dtype`: one `{"logprobs": [...]}` line per input line
 /// `{"prompt_ids": [...], "response_ids": [...]}`.
 ///
 /// # Errors
 /// A malformed line (named by number), ids outside the vocabulary.
-pub fn logprobs(model_dir: &Path, input: &Path, out: &mut dyn Write) -> Result<()> {
-    let (model, _) = load_model(model_dir, &TrainConfig::default())?;
+pub fn logprobs(
+    model_dir: &Path,
+    input: &Path,
+    dtype: crate::config::Precision,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let config = TrainConfig {
+        dtype,
+        ..TrainConfig::default()
+    };
+    let (model, _) = load_model(model_dir, &config)?;
     let file = std::fs::File::open(input).map_err(|e| TrainError::file(input, e))?;
     let mut seqs = Vec::new();
     for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
@@ -474,6 +483,7 @@ pub fn bench(
         })
         .collect();
     let mut optimizer = AdamW::new(model.vars(), &config.optimizer)?;
+    let gpu = model.device().is_cuda().then(GpuPeak::start);
     let mut times = Vec::new();
     for i in 0..iterations + 2 {
         let t0 = Instant::now();
@@ -491,6 +501,7 @@ pub fn bench(
             times.push(t0.elapsed().as_secs_f64());
         }
     }
+    let peak_gpu_mb = gpu.and_then(GpuPeak::stop);
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
     Ok(json!({
@@ -505,8 +516,51 @@ pub fn bench(
         "step_ms": median * 1e3,
         "tokens_per_s": (batch * seq) as f64 / median,
         "peak_rss_mb": peak_rss_mb(),
+        "peak_gpu_mb": peak_gpu_mb,
         "iterations": iterations,
     }))
+}
+
+/// The most GPU memory this process held while it ran, sampled every 20 ms from `nvidia-smi`
+/// (what the driver counts: the CUDA context, cuBLAS's workspace and candle's allocations).
+struct GpuPeak {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Option<f64>>,
+}
+
+impl GpuPeak {
+    fn start() -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let pid = std::process::id().to_string();
+        let thread = std::thread::spawn(move || {
+            let mut peak: Option<f64> = None;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let out = std::process::Command::new("nvidia-smi")
+                    .args([
+                        "--query-compute-apps=pid,used_memory",
+                        "--format=csv,noheader,nounits",
+                    ])
+                    .output()
+                    .ok()?;
+                let used = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|l| l.split_once(','))
+                    .filter(|(p, _)| p.trim() == pid)
+                    .filter_map(|(_, m)| m.trim().parse::<f64>().ok())
+                    .sum::<f64>();
+                peak = Some(peak.map_or(used, |p: f64| p.max(used)));
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            peak
+        });
+        Self { stop, thread }
+    }
+
+    fn stop(self) -> Option<f64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().ok().flatten()
+    }
 }
 
 /// Peak resident memory of this process (Linux `VmHWM`), in MiB.

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use agentrl_train::config::Precision;
 use agentrl_train::model::Model;
 use agentrl_train::run::logprobs;
 use candle_core::{DType, Device};
@@ -35,7 +36,7 @@ fn inputs(dir: &Path, vocab: u32) -> std::path::PathBuf {
 
 fn ours(model: &Path, input: &Path) -> Vec<Vec<f64>> {
     let mut out = Vec::new();
-    logprobs(model, input, &mut out).unwrap();
+    logprobs(model, input, Precision::Auto, &mut out).unwrap();
     parse(&String::from_utf8(out).unwrap())
 }
 
@@ -278,7 +279,9 @@ fn broken_model_directories_fail_naming_the_file() {
     let input = inputs(dir.path(), 4);
     let err = |model: &Path| {
         let mut sink = Vec::new();
-        logprobs(model, &input, &mut sink).unwrap_err().to_string()
+        logprobs(model, &input, Precision::Auto, &mut sink)
+            .unwrap_err()
+            .to_string()
     };
 
     let mut config: Value =
@@ -323,9 +326,14 @@ fn broken_model_directories_fail_naming_the_file() {
     )
     .unwrap();
     let mut sink = Vec::new();
-    let e = logprobs(&model, &dir.path().join("bad.jsonl"), &mut sink)
-        .unwrap_err()
-        .to_string();
+    let e = logprobs(
+        &model,
+        &dir.path().join("bad.jsonl"),
+        Precision::Auto,
+        &mut sink,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("line 1") && e.contains("response_ids"), "{e}");
 }
 
@@ -336,7 +344,7 @@ fn broken_model_directories_fail_naming_the_file() {
 /// softmax over a long row does).
 #[test]
 fn bf16_logprobs_stay_within_a_tenth_of_a_nat_of_fp32() {
-    use agentrl_train::config::{Precision, TrainConfig};
+    use agentrl_train::config::TrainConfig;
     use agentrl_train::run::load_model;
     use agentrl_train::step::{TrainSeq, response_logprobs};
     let dir = tempfile::tempdir().unwrap();

@@ -97,6 +97,8 @@ fn greedy_stops(dir: &Path, task: &AnswerTask) -> (usize, usize) {
     let sampling = Sampling {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
+        max_rows: 64,
         max_new_tokens: 16,
         stop: Vec::new(),
         max_turns: 1,

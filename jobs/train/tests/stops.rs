@@ -96,6 +96,8 @@ fn greedy(dir: &Path, tok: &Tok, prompt: &str, answer: &str, stop: &[&str], chat
     let sampling = Sampling {
         temperature: 0.0,
         top_p: 1.0,
+        top_k: 0,
+        max_rows: 64,
         max_new_tokens: 8,
         stop: stop.iter().map(|s| (*s).to_owned()).collect(),
         max_turns: 1,

@@ -47,7 +47,70 @@ impl KvCache {
         self.fed[i]
     }
 
-    /// Keeps only the rows `keep` (in that order): finished sequences leave the batch.
+    /// Appends `n` empty rows (sequences joining the batch: each feeds its prompt next).
+    ///
+    /// # Errors
+    /// Tensor failures.
+    pub fn push_rows(&mut self, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        for (k, v) in &mut self.layers {
+            let (_, kv, width, d) = k.dims4()?;
+            let empty = Tensor::zeros((n, kv, width, d), k.dtype(), k.device())?;
+            *k = Tensor::cat(&[&*k, &empty], 0)?;
+            *v = Tensor::cat(&[&*v, &empty], 0)?;
+        }
+        let width = self.width();
+        self.valid.extend((0..n).map(|_| vec![false; width]));
+        self.fed.extend(std::iter::repeat_n(0, n));
+        Ok(())
+    }
+
+    /// Moves every row's cached columns to the left, dropping the columns no row holds, once
+    /// they are most of the width (rows that joined late, or left, leave such columns
+    /// behind): positions are unchanged (a column's position is its rank among its row's).
+    ///
+    /// # Errors
+    /// Tensor failures.
+    pub fn compact(&mut self) -> Result<()> {
+        let longest = self.fed.iter().copied().max().unwrap_or(0);
+        let width = self.width();
+        if width <= 2 * longest + 16 {
+            return Ok(());
+        }
+        let rows = self.rows();
+        let mut index = Vec::with_capacity(rows * longest);
+        for valid in &self.valid {
+            let held: Vec<u32> = valid
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v)
+                .map(|(c, _)| c as u32)
+                .collect();
+            index.extend(&held);
+            index.extend(std::iter::repeat_n(0, longest - held.len()));
+        }
+        if let Some((k, _)) = self.layers.first() {
+            let (_, kv, _, d) = k.dims4()?;
+            let index = Tensor::from_vec(index, (rows, 1, longest, 1), k.device())?
+                .broadcast_as((rows, kv, longest, d))?
+                .contiguous()?;
+            for (k, v) in &mut self.layers {
+                *k = k.contiguous()?.gather(&index, 2)?;
+                *v = v.contiguous()?.gather(&index, 2)?;
+            }
+        }
+        self.valid = self
+            .fed
+            .iter()
+            .map(|&n| (0..longest).map(|c| c < n).collect())
+            .collect();
+        Ok(())
+    }
+
+    /// Keeps only the rows `keep` (in that order, repeats allowed): finished sequences leave
+    /// the batch, a prompt prefilled once is copied to the samples that share it.
     ///
     /// # Errors
     /// Tensor failures.

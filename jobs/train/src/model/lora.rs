@@ -189,6 +189,16 @@ impl Adapters {
         }
     }
 
+    /// Detached copies in `dtype` (a sampling view's).
+    pub(crate) fn cast(&self, dtype: DType) -> Result<Self> {
+        let mut out = self.detached();
+        for adapter in out.by_module.values_mut() {
+            adapter.a = adapter.a.to_dtype(dtype)?;
+            adapter.b = adapter.b.to_dtype(dtype)?;
+        }
+        Ok(out)
+    }
+
     /// The adapter tensors under PEFT's names.
     pub(crate) fn peft_tensors(&self) -> Vec<(String, Tensor)> {
         self.by_module

@@ -181,6 +181,66 @@ impl Model {
         }
     }
 
+    /// A frozen view for sampling: every weight cast to the compute dtype once, and q/k/v and
+    /// gate/up stacked where no adapter sits on them, so that a decoding step casts and
+    /// concatenates nothing. It copies: build it again after the weights change.
+    ///
+    /// # Errors
+    /// Out of memory.
+    pub fn sampling_view(&self) -> Result<Self> {
+        let mut view = self.frozen_view();
+        for t in view.tensors.values_mut() {
+            *t = t.to_dtype(self.compute)?;
+        }
+        if let Some(lora) = &mut view.lora {
+            *lora = lora.cast(self.compute)?;
+        }
+        let c = &self.config;
+        for layer in 0..c.num_hidden_layers {
+            let p = format!("model.layers.{layer}");
+            for (modules, bias) in [
+                (
+                    ["q_proj", "k_proj", "v_proj"]
+                        .map(|m| format!("{p}.self_attn.{m}"))
+                        .to_vec(),
+                    c.qkv_bias,
+                ),
+                (
+                    ["gate_proj", "up_proj"]
+                        .map(|m| format!("{p}.mlp.{m}"))
+                        .to_vec(),
+                    c.mlp_bias,
+                ),
+            ] {
+                if view.adapted(&modules) {
+                    continue;
+                }
+                let key = stacked(&modules);
+                let parts = |suffix: &str| -> candle_core::Result<Tensor> {
+                    let parts = modules
+                        .iter()
+                        .map(|m| view.weight(&format!("{m}.{suffix}")))
+                        .collect::<candle_core::Result<Vec<_>>>()?;
+                    Tensor::cat(&parts, 0)
+                };
+                let weight = parts("weight")?;
+                let bias = if bias { Some(parts("bias")?) } else { None };
+                view.tensors.insert(format!("{key}.weight"), weight);
+                if let Some(b) = bias {
+                    view.tensors.insert(format!("{key}.bias"), b);
+                }
+            }
+        }
+        Ok(view)
+    }
+
+    /// Whether a LoRA adapter sits on one of `modules`.
+    fn adapted(&self, modules: &[String]) -> bool {
+        self.lora
+            .as_ref()
+            .is_some_and(|l| modules.iter().any(|m| l.get(m).is_some()))
+    }
+
     /// An independent frozen copy of the current weights in the compute dtype (the KL
     /// reference for full fine-tuning: 2 bytes a parameter in bf16); under LoRA the base
     /// weights alone, shared, since the adapters start at zero.
@@ -247,11 +307,16 @@ impl Model {
         bias: bool,
         dropout: Option<Dropout>,
     ) -> candle_core::Result<Tensor> {
-        let adapted = self
-            .lora
-            .as_ref()
-            .is_some_and(|l| modules.iter().any(|m| l.get(m).is_some()));
-        if adapted {
+        let key = stacked(modules);
+        if let Some(weight) = self.tensors.get(&format!("{key}.weight")) {
+            // A sampling view's: stacked once, in the compute dtype.
+            let y = ops::matmul(x, &weight.t()?)?;
+            return match self.tensors.get(&format!("{key}.bias")) {
+                Some(b) => fused::add_bias(&y, b),
+                None => Ok(y),
+            };
+        }
+        if self.adapted(modules) {
             let parts = modules
                 .iter()
                 .map(|m| self.linear(x, m, bias, dropout))
@@ -555,4 +620,9 @@ impl Recompute for Layer {
             .cloned()
             .ok_or_else(|| candle_core::Error::Msg("checkpointed layer: no input gradient".into()))
     }
+}
+
+/// The name a sampling view keeps `modules`' stacked weights under (`….q_proj+….k_proj+…`).
+fn stacked(modules: &[String]) -> String {
+    modules.join("+")
 }

@@ -16,7 +16,6 @@ impl Trainer {
         if n == 0 {
             return Ok((0.0, 0.0));
         }
-        let frozen = self.model.frozen_view();
         let sampling = self.sampling(task, true);
         let (mut successes, mut reward) = (0usize, 0.0);
         let chunk = (self.budget / 64).clamp(8, 256);
@@ -25,7 +24,7 @@ impl Trainer {
                 .map(|i| task.eval_env(i))
                 .collect();
             for e in run_episodes(
-                &frozen,
+                &self.model,
                 &self.tok,
                 envs,
                 &sampling,

@@ -85,6 +85,7 @@ impl Trainer {
                     (adv.groups - adv.zero_variance_groups) as f64 / adv.groups.max(1) as f64,
                 ),
                 zero_variance_groups: Some(adv.zero_variance_groups),
+                sample_tokens_per_s: None,
             };
             self.log(self.state.grpo_step, "grpo", &stats, lr, t0, Some(r))?;
             progress.update(self.state.grpo_step, &format!("loss {:.4}", stats.loss));

@@ -29,7 +29,6 @@ impl Trainer {
         let g = self.config.grpo.clone();
         let sampling = self.sampling(task, false);
         let mut progress = Progress::start("grpo", steps);
-        let frozen = self.model.frozen_view();
         if self.state.grpo_step == 0 && self.config.eval_every > 0 {
             self.log_eval(task)?;
         }
@@ -40,6 +39,7 @@ impl Trainer {
             let mut sample_rng = rng(self.config.seed, Stream::Sample, step);
             let (mut kept, mut all): (Vec<Vec<Episode>>, Vec<Episode>) = (Vec::new(), Vec::new());
             let (mut drawn, mut zero) = (0usize, 0usize);
+            let mut sampling_s = 0.0;
             while kept.len() < g.batch_prompts && drawn < g.max_draws * g.batch_prompts {
                 let want = g.batch_prompts - kept.len();
                 let prompts: Vec<usize> = (0..want)
@@ -51,7 +51,10 @@ impl Trainer {
                     .flat_map(|&p| (0..g.group_size).map(move |_| p))
                     .map(|p| task.train_env(p))
                     .collect();
-                let sampled = run_episodes(&frozen, &self.tok, envs, &sampling, &mut sample_rng);
+                let started = Instant::now();
+                let sampled =
+                    run_episodes(&self.model, &self.tok, envs, &sampling, &mut sample_rng);
+                sampling_s += started.elapsed().as_secs_f64();
                 let episodes = self.or_stop(&at_start, sampled)?;
                 for group in episodes.chunks(g.group_size) {
                     all.extend(group.iter().cloned());
@@ -107,6 +110,12 @@ impl Trainer {
                         / drawn.max(1) as f64,
                 ),
                 zero_variance_groups: Some(zero + adv.zero_variance_groups),
+                sample_tokens_per_s: Some(
+                    all.iter()
+                        .map(|e| e.mask.iter().filter(|&&m| m).count())
+                        .sum::<usize>() as f64
+                        / sampling_s.max(1e-9),
+                ),
             };
             self.log(self.state.grpo_step, "grpo", &stats, lr, t0, Some(r))?;
             progress.update(

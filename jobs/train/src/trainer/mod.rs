@@ -317,6 +317,7 @@ impl Trainer {
             elapsed_s: self.elapsed(),
             success: r.success,
             rollouts: r.rollouts,
+            sample_tokens_per_s: r.sample_tokens_per_s,
             informative_fraction: r.informative_fraction,
             zero_variance_groups: r.zero_variance_groups,
             importance_weight: (phase == "grpo").then_some(s.importance_weight),
@@ -362,6 +363,8 @@ impl Trainer {
         Sampling {
             temperature: if greedy { 0.0 } else { g.temperature },
             top_p: g.top_p,
+            top_k: g.top_k,
+            max_rows: g.max_rollout_rows.unwrap_or(usize::MAX),
             max_new_tokens: g.max_new_tokens,
             stop,
             max_turns: task.max_turns(),
@@ -399,6 +402,7 @@ struct RolloutStats {
     informative_fraction: Option<f64>,
     zero_variance_groups: Option<usize>,
     rollouts: Option<usize>,
+    sample_tokens_per_s: Option<f64>,
 }
 
 fn set_weights(seqs: &mut [TrainSeq], config: &TrainConfig) {

@@ -225,6 +225,9 @@ pub struct Metrics {
     /// Episodes sampled for the step, dynamic sampling's extra draws included (online).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollouts: Option<usize>,
+    /// Tokens the step's rollouts sampled per second of sampling (online).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_tokens_per_s: Option<f64>,
     /// Groups with signal under the configured credit / groups drawn (dynamic sampling).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub informative_fraction: Option<f64>,
