@@ -57,12 +57,12 @@ fn stores(args: &ServeArgs) -> anyhow::Result<Stores> {
 }
 
 /// Training jobs: child processes of this binary (on the data directory's objects, or on the
-/// bucket's under `--aws`), or AWS Batch under `--aws` when `AGENTRL_BATCH_JOB_QUEUE` is set.
+/// bucket's under `--aws`), or AWS Batch under `--aws` when `AGENTRL_BATCH_GPU_CLASSES` is set.
 fn launch(args: &ServeArgs) -> anyhow::Result<stack::Launch> {
     if !args.aws {
         return stack::Launch::embedded(&args.data_dir);
     }
-    if std::env::var_os("AGENTRL_BATCH_JOB_QUEUE").is_some() {
+    if std::env::var_os("AGENTRL_BATCH_GPU_CLASSES").is_some() {
         let batch = agentrl_training::launch::BatchLauncher::from_env()?;
         return Ok(stack::Launch::Remote(std::sync::Arc::new(batch)));
     }

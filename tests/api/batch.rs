@@ -9,6 +9,7 @@ use std::sync::Arc;
 use agentrl_core::privacy::{Pseudonymizer, TENANT};
 use agentrl_core::training::{
     Evaluation, GateCounts, Metrics, ModelSummary, RunOutcome, RunReport, SftCounts, Validation,
+    placement::GpuClass,
 };
 use agentrl_store::Stores;
 use agentrl_training::{
@@ -66,7 +67,12 @@ async fn trainer_output(stores: &Stores, output: &str) {
         },
     };
     for (name, body) in [
-        ("config.json", "{}".to_owned()),
+        (
+            "config.json",
+            agentrl_testkit::fixture("training/base-model-config.json")
+                .unwrap()
+                .to_string(),
+        ),
         ("model.safetensors", "weights".to_owned()),
         (
             "metrics.jsonl",
@@ -108,11 +114,28 @@ async fn setup(s: &Stack) {
             .await
             .unwrap();
     }
-    s.stores
-        .objects
-        .put("models/tiny/config.json", "{}".into())
-        .await
-        .unwrap();
+    let qwen = agentrl_testkit::fixture("training/base-model-config.json").unwrap();
+    let mut seven = qwen.clone();
+    for (key, value) in [
+        ("hidden_size", 3584),
+        ("intermediate_size", 18_944),
+        ("num_hidden_layers", 28),
+        ("num_attention_heads", 28),
+        ("num_key_value_heads", 4),
+    ] {
+        seven[key] = json!(value);
+    }
+    seven["tie_word_embeddings"] = json!(false);
+    for (name, config) in [("tiny", qwen), ("qwen2.5-7b", seven)] {
+        s.stores
+            .objects
+            .put(
+                &format!("models/{name}/config.json"),
+                config.to_string().into(),
+            )
+            .await
+            .unwrap();
+    }
     let (status, agent) = s
         .a(
             "POST",
@@ -128,16 +151,29 @@ async fn setup(s: &Stack) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_on_aws_batch() {
     let (stores, settings, resources) = agentrl_tests::aws_stores_on().await;
-    let (batch, queue, definition) = agentrl_tests::batch_resources(&settings).await;
+    let (batch, queues, definition) =
+        agentrl_tests::batch_resources(&settings, &["gpu24", "h100"]).await;
+    let class = |name: &str, gpu_memory_gb: f64, queue: &str, instance_type: &str| GpuClass {
+        name: name.into(),
+        gpu_memory_gb,
+        disk_gb: 500.0,
+        host_memory_mib: 60_000,
+        vcpus: 4,
+        queue: queue.into(),
+        instance_type: instance_type.into(),
+    };
     let launcher: Arc<dyn Launcher> = Arc::new(BatchLauncher::new(
         &settings,
         BatchSettings {
-            job_queue: queue.clone(),
+            classes: vec![
+                class("gpu24", 22.0, &queues[0], "g6.xlarge"),
+                class("h100", 79.0, &queues[1], "p5.48xlarge"),
+            ],
             job_definition: definition,
             bucket: resources.bucket.clone(),
-            instance_type: "g6.xlarge".into(),
         },
     ));
+    let queue = queues[0].clone();
     let s = spawn_with_launcher(stores.clone(), launcher.clone()).await;
     setup(&s).await;
     let body = json!({"agent_id": "coder-7", "dataset_id": "2026-11-24-0a1b2c3d4e5f", "config": {"seed": 1}});
@@ -150,9 +186,17 @@ async fn runs_on_aws_batch() {
     assert_eq!(
         (
             run["job"]["launcher"].as_str(),
-            run["job"]["instance_type"].as_str()
+            run["job"]["instance_type"].as_str(),
+            run["job"]["gpu_class"].as_str(),
         ),
-        (Some("batch"), Some("g6.xlarge"))
+        (Some("batch"), Some("g6.xlarge"), Some("gpu24")),
+        "a 0.5B model's full fine-tuning fits a 24 GB GPU: {run}"
+    );
+    assert!(
+        run["job"]["planned_peak_gb"]
+            .as_f64()
+            .is_some_and(|gb| gb > 8.0 && gb < 22.0),
+        "{run}"
     );
     let (status, again) = s.a("POST", "/v1/training-runs", Some(&body)).await;
     assert_eq!(
@@ -161,9 +205,115 @@ async fn runs_on_aws_batch() {
         "no second job"
     );
 
+    // The plan picks the GPU before a job exists: a 7B model's full fine-tuning fits none (a
+    // 400 with the largest class's plan), its LoRA over the whole 32k context goes to the
+    // 80 GB class; a config or a model the trainer would refuse is refused here.
+    let seven = |config: Value| {
+        json!({"agent_id": "coder-7", "dataset_id": "2026-11-25-0a1b2c3d4e5f",
+            "base_model": "qwen2.5-7b", "config": config})
+    };
+    let (status, refused) = s
+        .a("POST", "/v1/training-runs", Some(&seven(json!({}))))
+        .await;
+    assert_eq!(
+        (status, refused["field"].as_str()),
+        (400, Some("config")),
+        "{refused}"
+    );
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("fits no GPU class")
+            && detail.contains("h100")
+            && detail.contains("peak_gb"),
+        "{detail}"
+    );
+    let lora = json!({"lora": {"rank": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}});
+    let (status, big) = s.a("POST", "/v1/training-runs", Some(&seven(lora))).await;
+    assert_eq!(
+        (
+            status,
+            big["job"]["gpu_class"].as_str(),
+            big["job"]["instance_type"].as_str()
+        ),
+        (201, Some("h100"), Some("p5.48xlarge")),
+        "{big}"
+    );
+    let big_job = big["job"]["job_id"].as_str().unwrap();
+    let described = batch.describe_jobs().jobs(big_job).send().await.unwrap();
+    assert!(
+        described.jobs()[0]
+            .job_queue()
+            .is_some_and(|q| q.ends_with(&queues[1])),
+        "{described:?}"
+    );
+    let (status, typo) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(&seven(json!({"grpo": {"learning_rat": 1e-6}}))),
+        )
+        .await;
+    assert!(
+        status == 400
+            && typo["field"]
+                .as_str()
+                .is_some_and(|f| f.starts_with("config.grpo")),
+        "{typo}"
+    );
+    assert!(
+        typo["detail"].as_str().unwrap().contains("learning_rat"),
+        "{typo}"
+    );
+    let (status, patched) = s
+        .a(
+            "PATCH",
+            "/v1/agents/coder-7",
+            Some(&json!({"auto_train": {"grpo": {"group_size": 1}}})),
+        )
+        .await;
+    assert_eq!(
+        (status, patched["field"].as_str()),
+        (400, Some("auto_train.grpo.group_size")),
+        "an agent's auto_train is the trainer's config, checked as such: {patched}"
+    );
+    let mut gemma = agentrl_testkit::fixture("training/base-model-config.json").unwrap();
+    gemma["model_type"] = json!("gemma2");
+    s.stores
+        .objects
+        .put("models/gemma/config.json", gemma.to_string().into())
+        .await
+        .unwrap();
+    let (status, unknown) = s
+        .a(
+            "POST",
+            "/v1/training-runs",
+            Some(
+                &json!({"agent_id": "coder-7", "dataset_id": "2026-11-25-0a1b2c3d4e5f",
+                "base_model": "gemma"}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, unknown["field"].as_str()),
+        (400, Some("base_model")),
+        "{unknown}"
+    );
+    assert!(
+        unknown["detail"]
+            .as_str()
+            .unwrap()
+            .contains("model_type: gemma2"),
+        "{unknown}"
+    );
+
     let jobs = batch.describe_jobs().jobs(&job_id).send().await.unwrap();
     let job = &jobs.jobs()[0];
     assert_eq!(job.job_name(), Some(id.as_str()));
+    assert!(
+        job.job_queue().is_some_and(|q| q.ends_with(&queue)),
+        "{:?}",
+        job.job_queue()
+    );
     let tags = job.tags().unwrap();
     assert_eq!(
         (

@@ -151,3 +151,17 @@ impl Stack {
         }
     }
 }
+
+/// Puts a shared base model's `config.json` under `models/<name>/`: Qwen2.5-0.5B's, as its
+/// repository has it (the service reads it to plan the run).
+pub async fn put_base_model(stores: &Stores, name: &str) {
+    let config = agentrl_testkit::fixture("training/base-model-config.json").unwrap();
+    stores
+        .objects
+        .put(
+            &format!("models/{name}/config.json"),
+            config.to_string().into(),
+        )
+        .await
+        .unwrap();
+}

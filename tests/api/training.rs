@@ -26,11 +26,7 @@ async fn fixtures(s: &Stack, tenant: &str, dataset: &str) {
         .put(&path, manifest.to_string().into())
         .await
         .unwrap();
-    s.stores
-        .objects
-        .put("models/tiny/config.json", "{}".into())
-        .await
-        .unwrap();
+    crate::helpers::put_base_model(&s.stores, "tiny").await;
 }
 
 async fn wait_for(s: &Stack, run: &str, status: &str) -> Value {
@@ -304,7 +300,7 @@ async fn runs(s: &Stack) {
         .a(
             "POST",
             "/v1/training-runs",
-            Some(&run(json!({"note": "fail"}))),
+            Some(&run(json!({"grpo": {"stop": ["fail"]}}))),
         )
         .await;
     assert_eq!(status, 201, "{created}");
@@ -463,11 +459,7 @@ async fn an_interrupted_local_run_is_launched_again_on_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dataset_request_from_learning_starts_a_run() {
     let s = spawn_stack().await;
-    s.stores
-        .objects
-        .put("models/tiny/config.json", "{}".into())
-        .await
-        .unwrap();
+    crate::helpers::put_base_model(&s.stores, "tiny").await;
     let agent = json!({"agent_id": "coder-7", "name": "Coder", "type": "coding",
         "model": {"provider": "self-hosted", "name": "qwen-tiny"}, "base_model": "tiny",
         "auto_train": {"seed": 5}});

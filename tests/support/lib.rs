@@ -164,12 +164,16 @@ pub async fn aws_stores_through(endpoint: &str) -> (Stores, Stores) {
     (through, direct)
 }
 
-/// A compute environment, a job queue and a job definition in moto (jobs "run" without
-/// Docker and end SUCCEEDED at once; the service learns of it from events, not by polling).
+/// A compute environment, a job queue per name of `queues` and a job definition in moto
+/// (jobs "run" without Docker and end SUCCEEDED at once; the service learns of it from events,
+/// not by polling).
 ///
 /// # Panics
 /// When moto refuses a resource.
-pub async fn batch_resources(settings: &AwsSettings) -> (aws_sdk_batch::Client, String, String) {
+pub async fn batch_resources(
+    settings: &AwsSettings,
+    queues: &[&str],
+) -> (aws_sdk_batch::Client, Vec<String>, String) {
     let endpoint = moto_endpoint();
     let http = reqwest::Client::new();
     let config = http
@@ -208,21 +212,26 @@ pub async fn batch_resources(settings: &AwsSettings) -> (aws_sdk_batch::Client, 
         .send()
         .await
         .unwrap();
-    let queue = unique("training");
-    batch
-        .create_job_queue()
-        .job_queue_name(&queue)
-        .state(aws_sdk_batch::types::JqState::Enabled)
-        .priority(1)
-        .compute_environment_order(
-            aws_sdk_batch::types::ComputeEnvironmentOrder::builder()
-                .order(1)
-                .compute_environment(ce.compute_environment_arn.unwrap())
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let ce = ce.compute_environment_arn.unwrap();
+    let mut names = Vec::new();
+    for name in queues {
+        let queue = unique(name);
+        batch
+            .create_job_queue()
+            .job_queue_name(&queue)
+            .state(aws_sdk_batch::types::JqState::Enabled)
+            .priority(1)
+            .compute_environment_order(
+                aws_sdk_batch::types::ComputeEnvironmentOrder::builder()
+                    .order(1)
+                    .compute_environment(&ce)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        names.push(queue);
+    }
     let definition = unique("train-gpu");
     batch
         .register_job_definition()
@@ -249,5 +258,5 @@ pub async fn batch_resources(settings: &AwsSettings) -> (aws_sdk_batch::Client, 
         .send()
         .await
         .unwrap();
-    (batch, queue, definition)
+    (batch, names, definition)
 }

@@ -432,7 +432,8 @@ pub async fn large_tables_are_built_by_a_batch_job() {
         })
         .collect();
     send_and_drain(&stores, &bodies).await;
-    let (batch, queue, definition) = agentrl_tests::batch_resources(&settings).await;
+    let (batch, queues, definition) = agentrl_tests::batch_resources(&settings, &["dataset"]).await;
+    let queue = queues[0].clone();
     let datasets = || {
         agentrl_dataset::Datasets::new(
             stores.objects.clone(),

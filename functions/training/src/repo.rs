@@ -103,6 +103,12 @@ pub(crate) struct JobRef {
     pub job_id: String,
     /// What it runs on (for the cost estimate).
     pub instance_type: String,
+    /// The GPU class its plan chose (Batch).
+    #[serde(default)]
+    pub gpu_class: Option<String>,
+    /// The plan's peak on that class, GiB.
+    #[serde(default)]
+    pub planned_peak_gb: Option<f64>,
 }
 
 /// A run as stored.

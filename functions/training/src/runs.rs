@@ -3,7 +3,10 @@
 
 use agentrl_core::{
     FieldError, TenantId,
-    training::{RunStatus, cost_estimate, run_id},
+    training::{
+        RunStatus, architecture::ModelConfig, config::TrainConfig, cost_estimate,
+        placement::Placement, run_id,
+    },
 };
 use agentrl_store::{
     StoreError,
@@ -115,6 +118,7 @@ pub(crate) async fn create(
         .await?
         .ok_or(CreateError::NotFound("agent"))?;
     let (base, base_prefix) = base_of(state, t, &agent, new.base).await?;
+    let placement = placement(state, &base, &base_prefix, &new.config).await?;
     let tenant = format!("tenant={}", state.partition(t));
     let dataset_prefix = format!("datasets/{tenant}/{}/", new.dataset_id);
     if state
@@ -158,7 +162,7 @@ pub(crate) async fn create(
             .ok_or(CreateError::NotFound("training run"))?;
         return Ok((existing, false));
     };
-    Ok((submit(state, t, run).await?, created))
+    Ok((submit(state, t, run, placement).await?, created))
 }
 
 /// Creates the run with the submit claimed, or claims the submit of an existing run that has
@@ -203,6 +207,7 @@ async fn submit(
     state: &TrainingState,
     t: &TenantId,
     run: RunRecord,
+    placement: Option<Placement>,
 ) -> Result<RunRecord, CreateError> {
     let spec = JobSpec {
         tenant: t.clone(),
@@ -211,12 +216,16 @@ async fn submit(
         dataset_prefix: run.dataset_prefix.clone(),
         output_prefix: run.output_prefix.clone(),
         config: run.config.clone(),
+        placement,
     };
     let submitted = state.launcher.submit(&spec).await;
+    let placement = spec.placement.as_ref();
     let job = submitted.as_ref().ok().map(|job_id| JobRef {
         launcher: state.launcher.name().to_owned(),
         job_id: job_id.clone(),
-        instance_type: state.launcher.instance_type().to_owned(),
+        instance_type: state.launcher.instance_type(placement),
+        gpu_class: placement.map(|p| p.class.name.clone()),
+        planned_peak_gb: placement.map(|p| p.plan.peak_gb),
     });
     let failure = submitted.as_ref().err().map(|e| format!("{e:#}"));
     let run_id = run.run_id.clone();
@@ -277,18 +286,7 @@ async fn base_of(
         },
     };
     let prefix = match &base {
-        BaseRef::Model(name) => {
-            let prefix = format!("{}{name}/", crate::MODELS_PREFIX);
-            if state
-                .objects
-                .get(&format!("{prefix}config.json"))
-                .await?
-                .is_none()
-            {
-                return Err(CreateError::NotFound("base model"));
-            }
-            prefix
-        }
+        BaseRef::Model(name) => format!("{}{name}/", crate::MODELS_PREFIX),
         BaseRef::Version(v) => {
             let version = state
                 .repo
@@ -304,6 +302,44 @@ async fn base_of(
         }
     };
     Ok((base, prefix))
+}
+
+/// Where the launcher runs a run of `config` on the base model under `prefix`: the config
+/// checked as the trainer checks it, the base model's `config.json` read as the trainer reads
+/// it, and the run planned — what the trainer would refuse is refused before a job exists.
+async fn placement(
+    state: &TrainingState,
+    base: &BaseRef,
+    prefix: &str,
+    config: &Value,
+) -> Result<Option<Placement>, CreateError> {
+    let config = TrainConfig::from_value(config, "config")?;
+    let model = architecture(state, base, prefix).await?;
+    state
+        .launcher
+        .place(&model, &config)
+        .map_err(|e| FieldError::new("config", e.to_string()).into())
+}
+
+/// The base model's architecture, from the `config.json` under `prefix`.
+async fn architecture(
+    state: &TrainingState,
+    base: &BaseRef,
+    prefix: &str,
+) -> Result<ModelConfig, CreateError> {
+    let (field, missing) = match base {
+        BaseRef::Model(_) => ("base_model", "base model"),
+        BaseRef::Version(_) => ("base_version", "model version"),
+    };
+    let bytes = state
+        .objects
+        .get(&format!("{prefix}config.json"))
+        .await?
+        .ok_or(CreateError::NotFound(missing))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(ModelConfig::from_json)
+        .map_err(|e| FieldError::new(field, format!("its config.json: {e}")).into())
 }
 
 /// The reason a cancelled run's job is terminated with: the Batch job definitions' retry
@@ -356,11 +392,9 @@ pub(crate) async fn with_progress(
 
 /// `run` with what its record alone says (a listing reads no run's output).
 pub(crate) fn summary(run: RunRecord) -> RunProgress {
-    let steps_total = run
-        .config
-        .pointer("/grpo/steps")
-        .and_then(Value::as_u64)
-        .or(Some(100));
+    let steps_total = TrainConfig::from_value(&run.config, "config")
+        .ok()
+        .map(|c| c.grpo.steps);
     let cost_estimate_usd = match (&run.job, run.started_at_ms) {
         (Some(job), Some(started)) => {
             let end = run.finished_at_ms.unwrap_or_else(now_ms);
@@ -618,7 +652,8 @@ pub(crate) async fn resume_unfinished(state: &TrainingState) -> Result<usize, Cr
         if run.status.is_finished() {
             continue;
         }
-        submit(state, &t, run).await?;
+        let placement = placement(state, &run.base, &run.base_prefix, &run.config).await?;
+        submit(state, &t, run, placement).await?;
         resumed += 1;
     }
     Ok(resumed)

@@ -2,7 +2,7 @@
 
 use agentrl_core::{
     FieldError,
-    training::{Arm, ArmStats, Canary, Evaluation, GateDecision, RunStatus},
+    training::{Arm, ArmStats, Canary, Evaluation, GateDecision, RunStatus, config::TrainConfig},
     trajectory::check_id,
 };
 use serde::{Deserialize, Deserializer, Serialize};
@@ -92,15 +92,16 @@ fn check_dataset_id(id: &str) -> Result<(), FieldError> {
     }
 }
 
+/// The trainer's config, checked as the trainer checks it (docs/training.md): an unknown key
+/// or a value out of range names its path under `field`.
 fn check_config(field: &str, config: &Value) -> Result<(), FieldError> {
-    if config.is_object() {
-        Ok(())
-    } else {
-        Err(FieldError::new(
+    if !config.is_object() {
+        return Err(FieldError::new(
             field,
             "must be a JSON object (the trainer's config)",
-        ))
+        ));
     }
+    TrainConfig::from_value(config, field).map(drop)
 }
 
 /// `Some(None)` for an explicit null, `None` for an absent field.
@@ -421,6 +422,11 @@ pub(crate) struct JobView {
     launcher: String,
     job_id: String,
     instance_type: String,
+    /// The GPU class (job queue) its memory plan chose on AWS Batch: the first, smallest
+    /// GPU first, that holds the plan's peak.
+    gpu_class: Option<String>,
+    /// The plan's peak GPU memory on that class, GiB (`agentrl train plan`'s `peak_gb`).
+    planned_peak_gb: Option<f64>,
 }
 
 /// A training run.
@@ -497,6 +503,8 @@ impl From<RunProgress> for RunView {
                 launcher: j.launcher,
                 job_id: j.job_id,
                 instance_type: j.instance_type,
+                gpu_class: j.gpu_class,
+                planned_peak_gb: j.planned_peak_gb,
             }),
             cost_estimate_usd: p.cost_estimate_usd,
             trigger: r.trigger,

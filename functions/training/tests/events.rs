@@ -53,7 +53,10 @@ async fn every_fixture_round_trips() {
     stores.objects.put(&manifest, "{}".into()).await.unwrap();
     stores
         .objects
-        .put("models/qwen2.5-0.5b/config.json", "{}".into())
+        .put(
+            "models/qwen2.5-0.5b/config.json",
+            fixture("base-model-config.json").to_string().into(),
+        )
         .await
         .unwrap();
 

@@ -8,31 +8,7 @@
 //!   is credited for what happened from it onwards;
 //! - `precomputed`: the rows' own per-turn values (e.g. Shapley shares), used as they are.
 
-use serde::{Deserialize, Serialize};
-
-/// How advantages are scaled after subtracting the group mean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StdScaling {
-    /// By the group's standard deviation (TRL `scale_rewards="group"`, verl).
-    Group,
-    /// By the batch's standard deviation (TRL `"batch"`).
-    Batch,
-    /// Not scaled (Dr. GRPO).
-    None,
-}
-
-/// Where the credit of each turn comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Credit {
-    /// The episode advantage on every turn.
-    Broadcast,
-    /// Discounted per-turn returns against the group's per-turn baseline.
-    Turn,
-    /// Per-turn values already in the data.
-    Precomputed,
-}
+pub use agentrl_core::training::config::{Credit, StdScaling};
 
 /// One episode, as the advantage computation sees it.
 #[derive(Debug, Clone, PartialEq)]

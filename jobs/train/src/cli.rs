@@ -61,7 +61,7 @@ pub enum TrainCommand {
         config: Option<PathBuf>,
         /// The device to plan for (default: this build's).
         #[arg(long, value_enum)]
-        device: Option<Target>,
+        device: Option<DeviceArg>,
         /// Memory to plan against, GiB (default: the GPU's, or the host's available memory).
         #[arg(long)]
         gpu_memory_gb: Option<f64>,
@@ -115,6 +115,24 @@ impl From<DtypeArg> for crate::config::Precision {
             DtypeArg::Auto => Self::Auto,
             DtypeArg::Bf16 => Self::Bf16,
             DtypeArg::Fp32 => Self::Fp32,
+        }
+    }
+}
+
+/// `--device` of `train plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceArg {
+    /// A CUDA GPU.
+    Cuda,
+    /// The CPU.
+    Cpu,
+}
+
+impl From<DeviceArg> for Target {
+    fn from(d: DeviceArg) -> Self {
+        match d {
+            DeviceArg::Cuda => Self::Cuda,
+            DeviceArg::Cpu => Self::Cpu,
         }
     }
 }
@@ -193,7 +211,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
         TrainCommand::Run(a) => {
             crate::process::watch_termination()?;
             let config = match (&a.config, &a.config_json) {
-                (Some(path), _) => TrainConfig::load(path)?,
+                (Some(path), _) => crate::config::load(path)?,
                 (None, Some(json)) => TrainConfig::parse(json)?,
                 (None, None) => TrainConfig::default(),
             };
@@ -242,7 +260,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 "--batch ≥ 1, --seq ≥ 2, --iterations ≥ 1"
             );
             let mut config = match config {
-                Some(path) => TrainConfig::load(&path)?,
+                Some(path) => crate::config::load(&path)?,
                 None => TrainConfig::default(),
             };
             if let Some(rank) = lora {
@@ -250,7 +268,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                     rank,
                     alpha: 2.0 * rank as f64,
                     dropout: 0.0,
-                    target_modules: crate::model::lora::MODULES.map(String::from).to_vec(),
+                    target_modules: crate::model::lora::LORA_MODULES.map(String::from).to_vec(),
                 });
             }
             println!("{}", bench(&model, batch, seq, &config, iterations)?);
@@ -263,11 +281,11 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
             mode,
         } => {
             let config = match config {
-                Some(path) => TrainConfig::load(&path)?,
+                Some(path) => crate::config::load(&path)?,
                 None => TrainConfig::default(),
             };
-            let model = crate::model::ModelConfig::load(&model)?;
-            let device = device.unwrap_or_else(crate::run::target);
+            let model = crate::model::config::load(&model)?;
+            let device = device.map_or_else(crate::run::target, Target::from);
             let memory = match gpu_memory_gb {
                 Some(gb) => {
                     anyhow::ensure!(

@@ -55,5 +55,14 @@ impl TrainError {
     }
 }
 
+impl From<agentrl_core::FieldError> for TrainError {
+    fn from(e: agentrl_core::FieldError) -> Self {
+        Self::Config {
+            field: e.field,
+            reason: e.reason,
+        }
+    }
+}
+
 /// Results of this crate.
 pub type Result<T, E = TrainError> = std::result::Result<T, E>;

@@ -12,7 +12,6 @@ pub mod evaluate;
 pub mod loss;
 pub mod model;
 pub mod optim;
-pub mod plan;
 pub mod process;
 pub mod remote;
 pub mod report;
@@ -25,4 +24,5 @@ pub mod tokenizer;
 pub mod trainer;
 pub mod turn_store;
 
+pub use agentrl_core::training::plan;
 pub use error::TrainError;

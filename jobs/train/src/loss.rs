@@ -8,19 +8,8 @@
 //! weighted sum and micro-batches add up to the batch loss.
 
 use candle_core::{Result, Tensor};
-use serde::{Deserialize, Serialize};
 
-/// How token losses are averaged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Aggregation {
-    /// Every response token of the batch weighs the same (DAPO, TRL's default).
-    TokenMean,
-    /// Every rollout weighs the same, its tokens sharing its weight (original GRPO).
-    SequenceMean,
-    /// Divided by a constant: rollouts × the longest allowed response (Dr. GRPO).
-    DrGrpo,
-}
+pub use agentrl_core::training::config::Aggregation;
 
 /// Clipping parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]

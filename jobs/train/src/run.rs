@@ -40,7 +40,7 @@ pub fn device() -> Result<Device> {
 /// # Errors
 /// Missing or corrupt files, a tokenizer larger than the model's vocabulary.
 pub fn open_model(dir: &Path) -> Result<(ModelConfig, Tok)> {
-    let config = ModelConfig::load(dir)?;
+    let config = crate::model::config::load(dir)?;
     let tok = Tok::load(dir, &config.eos_ids())?;
     if tok.vocab_size() > config.vocab_size {
         return Err(TrainError::file(
@@ -63,7 +63,7 @@ pub fn open_model(dir: &Path) -> Result<(ModelConfig, Tok)> {
 /// Missing or corrupt files.
 pub fn load_weights(dir: &Path, config: &TrainConfig) -> Result<Model> {
     let device = device()?;
-    let compute = config.dtype.compute(&device);
+    let compute = crate::config::compute(config.dtype, &device);
     let storage = if config.lora.is_some() {
         compute
     } else {
@@ -494,7 +494,7 @@ pub fn bench(
             lr: 1e-4,
             budget: plan.micro_batch_tokens,
             dropout: None,
-            checkpointing: config.checkpointing(model.device()),
+            checkpointing: config.checkpointing(crate::config::target_of(model.device())),
         };
         train_step(&mut ctx, &seqs, Objective::Nll)?;
         if i >= 2 {
@@ -510,7 +510,7 @@ pub fn bench(
         "lora_rank": config.lora.as_ref().map(|l| l.rank),
         "micro_batch_tokens": plan.micro_batch_tokens,
         "plan": plan,
-        "gradient_checkpointing": config.checkpointing(model.device()),
+        "gradient_checkpointing": config.checkpointing(crate::config::target_of(model.device())),
         "dtype": format!("{:?}", model.compute_dtype()).to_lowercase(),
         "trainable_parameters": model.trainable_parameters(),
         "step_ms": median * 1e3,

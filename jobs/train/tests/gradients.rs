@@ -308,7 +308,7 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
 
 #[test]
 fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
-    use agentrl_train::model::rope::{Rope, RopeScaling};
+    use agentrl_train::model::rope::{self, Rope, RopeScaling};
     use agentrl_train::model::{attention, fused, ops};
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
@@ -375,7 +375,7 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
         theta: 10_000.0,
         scaling: RopeScaling::Default,
     };
-    let (cos, sin) = rope.tables(0..5, 6, DType::F64, &Device::Cpu).unwrap();
+    let (cos, sin) = rope::tables(&rope, 0..5, 6, DType::F64, &Device::Cpu).unwrap();
     for window in [None, Some(2)] {
         let shape = fused::AttentionShape {
             batch: 2,
@@ -477,7 +477,7 @@ fn bf16_trains_fp32_masters_and_holds_a_lora_base_in_bf16() {
             rank: 4,
             alpha: 8.0,
             dropout: 0.0,
-            target_modules: agentrl_train::model::lora::MODULES
+            target_modules: agentrl_train::model::lora::LORA_MODULES
                 .map(String::from)
                 .to_vec(),
         }),
@@ -535,7 +535,7 @@ fn checkpointed_layers_give_the_gradients_of_stored_ones() {
         rank: 4,
         alpha: 8.0,
         dropout: 0.3,
-        target_modules: agentrl_train::model::lora::MODULES
+        target_modules: agentrl_train::model::lora::LORA_MODULES
             .map(String::from)
             .to_vec(),
     };

@@ -8,6 +8,11 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use agentrl_core::training::{
+    architecture::ModelConfig,
+    config::TrainConfig,
+    placement::{NoFit, Placement},
+};
 use async_trait::async_trait;
 use tokio::sync::{Notify, mpsc, watch};
 
@@ -82,8 +87,16 @@ impl Launcher for LocalLauncher {
         "local"
     }
 
-    fn instance_type(&self) -> &str {
-        "local"
+    fn place(
+        &self,
+        _model: &ModelConfig,
+        _config: &TrainConfig,
+    ) -> Result<Option<Placement>, NoFit> {
+        Ok(None)
+    }
+
+    fn instance_type(&self, _placement: Option<&Placement>) -> String {
+        "local".into()
     }
 
     fn resumes_after_restart(&self) -> bool {

@@ -10,6 +10,11 @@ mod batch;
 mod local;
 
 use agentrl_core::TenantId;
+use agentrl_core::training::{
+    architecture::ModelConfig,
+    config::TrainConfig,
+    placement::{NoFit, Placement},
+};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -32,6 +37,8 @@ pub struct JobSpec {
     pub output_prefix: String,
     /// The trainer's configuration.
     pub config: Value,
+    /// The GPU class it runs on, when the launcher chooses one.
+    pub placement: Option<Placement>,
 }
 
 impl JobSpec {
@@ -57,8 +64,16 @@ pub trait Launcher: Send + Sync + 'static {
     /// `batch` or `local`, as runs record it.
     fn name(&self) -> &'static str;
 
-    /// The instance type jobs run on (the cost estimate's price).
-    fn instance_type(&self) -> &str;
+    /// Where a run of `config` on `model` goes: a GPU class whose memory holds its plan
+    /// (Batch), or `None` where the trainer plans against the machine it finds (the local
+    /// runner).
+    ///
+    /// # Errors
+    /// No GPU class holds the run.
+    fn place(&self, model: &ModelConfig, config: &TrainConfig) -> Result<Option<Placement>, NoFit>;
+
+    /// The instance type a job placed so runs on (the cost estimate's price).
+    fn instance_type(&self, placement: Option<&Placement>) -> String;
 
     /// Whether unfinished runs must be found again after a restart (the local runner forgets
     /// its jobs when its process stops; Batch does not).

@@ -212,9 +212,13 @@ impl Model {
         let ids = Tensor::from_vec(ids, (rows, n), device)?;
         // Only the positions being fed: a table up to the longest row would redo every
         // earlier position's trigonometry on each token.
-        let (cos, sin) = c
-            .rope
-            .tables(positions.into_iter(), head_dim, self.compute, device)?;
+        let (cos, sin) = super::rope::tables(
+            &c.rope,
+            positions.into_iter(),
+            head_dim,
+            self.compute,
+            device,
+        )?;
         let (cos, sin) = (
             cos.reshape((rows, 1, n, head_dim))?,
             sin.reshape((rows, 1, n, head_dim))?,

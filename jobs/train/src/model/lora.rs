@@ -7,81 +7,12 @@ use std::collections::BTreeMap;
 use candle_core::{DType, Device, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+pub use agentrl_core::training::config::{LORA_MODULES, LoraConfig};
 
 use super::ops;
 use crate::error::{Result, TrainError};
-
-/// The linear layers of a Qwen2 / Llama block that adapters can target.
-pub const MODULES: [&str; 7] = [
-    "q_proj",
-    "k_proj",
-    "v_proj",
-    "o_proj",
-    "gate_proj",
-    "up_proj",
-    "down_proj",
-];
-
-/// `lora` in the training config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoraConfig {
-    /// Rank r of A (`[r, in]`) and B (`[out, r]`).
-    pub rank: usize,
-    /// Scale numerator: the update is scaled by α / r (PEFT's default, not rsLoRA).
-    pub alpha: f64,
-    /// Dropout on the adapter's input while training.
-    #[serde(default)]
-    pub dropout: f64,
-    /// Short names of the target layers (`q_proj`, `v_proj`, …).
-    #[serde(default = "default_targets")]
-    pub target_modules: Vec<String>,
-}
-
-fn default_targets() -> Vec<String> {
-    ["q_proj", "k_proj", "v_proj", "o_proj"]
-        .map(String::from)
-        .to_vec()
-}
-
-impl LoraConfig {
-    /// Checks ranges and module names.
-    ///
-    /// # Errors
-    /// The offending field.
-    pub fn validate(&self) -> Result<()> {
-        if self.rank == 0 || self.rank > 4096 {
-            return Err(TrainError::config("lora.rank", "must be in 1..=4096"));
-        }
-        if !(self.alpha.is_finite() && self.alpha > 0.0) {
-            return Err(TrainError::config("lora.alpha", "must be positive"));
-        }
-        if !(0.0..1.0).contains(&self.dropout) {
-            return Err(TrainError::config("lora.dropout", "must be in [0, 1)"));
-        }
-        if self.target_modules.is_empty() {
-            return Err(TrainError::config(
-                "lora.target_modules",
-                "must name at least one module",
-            ));
-        }
-        for (i, m) in self.target_modules.iter().enumerate() {
-            if !MODULES.contains(&m.as_str()) {
-                return Err(TrainError::config(
-                    format!("lora.target_modules[{i}]"),
-                    format!("{m} is not one of {MODULES:?}"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn scale(&self) -> f64 {
-        self.alpha / self.rank as f64
-    }
-}
 
 /// One adapter: A `[r, in]`, B `[out, r]`, and the scale α/r.
 #[derive(Debug, Clone)]
@@ -115,7 +46,7 @@ impl Adapters {
         seed: u64,
         device: &Device,
     ) -> Result<Self> {
-        config.validate()?;
+        config.validate().map_err(|e| e.within("lora"))?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x4c6f_5241);
         let mut by_module = BTreeMap::new();
         let mut vars = Vec::new();

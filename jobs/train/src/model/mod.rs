@@ -392,9 +392,13 @@ impl Model {
     }
 
     fn rope_tables(&self, len: usize) -> candle_core::Result<(Tensor, Tensor)> {
-        self.config
-            .rope
-            .tables(0..len, self.config.head_dim, self.compute, &self.device)
+        rope::tables(
+            &self.config.rope,
+            0..len,
+            self.config.head_dim,
+            self.compute,
+            &self.device,
+        )
     }
 
     /// The attention dimensions of `batch` sequences of `len` positions in `layer`.

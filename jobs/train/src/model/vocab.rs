@@ -18,10 +18,7 @@ use candle_core::{D, DType, Result, Tensor};
 
 use super::fused::{self, MAX, SUM, WEIGHTED};
 use super::ops;
-
-/// Bytes of one chunk's fp32 logits (`tokens × columns × 4`): the forward keeps two such
-/// tensors at once, the backward three.
-const CHUNK_BYTES: usize = 32 << 20;
+pub use agentrl_core::training::plan::chunk_columns;
 
 /// The head's outputs at the scored rows.
 #[derive(Debug, Clone)]
@@ -32,14 +29,6 @@ pub struct HeadOutput {
     pub entropy: Tensor,
     /// The log-sum-exp of each row's logits, `[N]` (what the backward reuses).
     lse: Tensor,
-}
-
-/// Columns per chunk for `rows` scored tokens: the most whose logits fit [`CHUNK_BYTES`], in
-/// multiples of 128 (at least 128), and no more than the vocabulary.
-#[must_use]
-pub fn chunk_columns(rows: usize, vocab: usize) -> usize {
-    let fit = CHUNK_BYTES / (4 * rows.max(1));
-    (fit / 128 * 128).max(128).min(vocab.max(1))
 }
 
 /// Logits of columns `start..start + len` of the head `w [V, H]` at `h [N, H]`.

@@ -106,7 +106,7 @@ impl Model {
     /// A missing or corrupt file, an unsupported architecture, a missing tensor or one of the
     /// wrong shape: each naming the file and tensor.
     pub fn load(dir: &Path, dtype: DType, device: &Device) -> Result<Self> {
-        let config = ModelConfig::load(dir)?;
+        let config = super::config::load(dir)?;
         let shapes: HashMap<String, Vec<usize>> = expected(&config).into_iter().collect();
         let mut tensors = BTreeMap::new();
         let mut stored = None;

@@ -285,7 +285,9 @@ impl Trainer {
                 p,
                 seed: dropout_rng.next_u64(),
             }),
-            checkpointing: self.config.checkpointing(self.model.device()),
+            checkpointing: self
+                .config
+                .checkpointing(crate::config::target_of(self.model.device())),
         };
         train_step(&mut ctx, seqs, objective)
     }

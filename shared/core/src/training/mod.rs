@@ -1,10 +1,16 @@
 //! Training as a service: the rules of training runs (their life cycle and identity, the cost
 //! estimate), of promoting a model version (the evaluation gate) and of rolling one out to a
-//! share of an agent's traffic first (the canary).
+//! share of an agent's traffic first (the canary); the trainer's config and the base model's
+//! architecture as both the service and the trainer read them, and the memory plan and GPU
+//! placement they imply.
 
+pub mod architecture;
 mod canary;
+pub mod config;
 mod cost;
 mod gate;
+pub mod placement;
+pub mod plan;
 mod report;
 mod run;
 

@@ -27,14 +27,26 @@
 
 use serde::Serialize;
 
-use crate::config::{Precision, TrainConfig};
-use crate::model::lora::MODULES;
-use crate::model::{ModelConfig, vocab};
+use super::architecture::ModelConfig;
+use super::config::{LORA_MODULES, TrainConfig};
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// Bytes of one chunk of the output head's fp32 logits (`tokens × columns × 4`): the trainer
+/// computes log-probabilities over the vocabulary a chunk at a time, keeping two such tensors
+/// at once in the forward, three in the backward.
+const CHUNK_BYTES: usize = 32 << 20;
+
+/// Columns per chunk for `rows` scored tokens: the most whose logits fit [`CHUNK_BYTES`], in
+/// multiples of 128 (at least 128), and no more than the vocabulary.
+#[must_use]
+pub fn chunk_columns(rows: usize, vocab: usize) -> usize {
+    let fit = CHUNK_BYTES / (4 * rows.max(1));
+    (fit / 128 * 128).max(128).min(vocab.max(1))
+}
+
 /// Where the run will train.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
     /// A CUDA GPU.
@@ -135,6 +147,62 @@ pub fn plan(
         .unwrap_or_else(|| estimate(longest.max(CANDIDATES[CANDIDATES.len() - 1])))
 }
 
+/// Parameters of the whole model.
+#[must_use]
+pub fn parameters(m: &ModelConfig) -> f64 {
+    let (h, i, v, d) = (
+        m.hidden_size as f64,
+        m.intermediate_size as f64,
+        m.vocab_size as f64,
+        m.head_dim as f64,
+    );
+    let (heads, kv) = (m.num_attention_heads as f64, m.num_key_value_heads as f64);
+    let qkv = (heads + 2.0 * kv) * d;
+    let per_layer = 2.0 * h
+        + h * qkv
+        + if m.qkv_bias { qkv } else { 0.0 }
+        + heads * d * h
+        + if m.o_bias { h } else { 0.0 }
+        + 3.0 * h * i
+        + if m.mlp_bias { 2.0 * i + h } else { 0.0 }
+        + if m.qk_norm { 2.0 * d } else { 0.0 };
+    let heads_out = if m.tie_word_embeddings { 1.0 } else { 2.0 };
+    heads_out * v * h + h + m.num_hidden_layers as f64 * per_layer
+}
+
+/// Parameters the optimizer updates: all, or the adapters'.
+#[must_use]
+pub fn trained_parameters(m: &ModelConfig, config: &TrainConfig) -> f64 {
+    let Some(lora) = &config.lora else {
+        return parameters(m);
+    };
+    let per_layer: f64 = LORA_MODULES
+        .iter()
+        .filter(|module| lora.target_modules.iter().any(|t| t == *module))
+        .map(|module| {
+            let (input, output) = module_shape(m, module);
+            lora.rank as f64 * (input + output)
+        })
+        .sum();
+    m.num_hidden_layers as f64 * per_layer
+}
+
+/// `(in, out)` widths of a linear layer of a decoder block.
+fn module_shape(m: &ModelConfig, module: &str) -> (f64, f64) {
+    let (h, i) = (m.hidden_size as f64, m.intermediate_size as f64);
+    let (q, kv) = (
+        (m.num_attention_heads * m.head_dim) as f64,
+        (m.num_key_value_heads * m.head_dim) as f64,
+    );
+    match module {
+        "q_proj" => (h, q),
+        "k_proj" | "v_proj" => (h, kv),
+        "o_proj" => (q, h),
+        "gate_proj" | "up_proj" => (h, i),
+        _ => (i, h),
+    }
+}
+
 /// The inputs of one estimate.
 struct Estimate<'a> {
     model: &'a ModelConfig,
@@ -163,72 +231,27 @@ impl<'a> Estimate<'a> {
 
     /// Bytes of the compute dtype.
     fn compute(&self) -> f64 {
-        match (self.config.dtype, self.target) {
-            (Precision::Fp32, _) | (Precision::Auto, Target::Cpu) => 4.0,
-            (Precision::Bf16, _) | (Precision::Auto, Target::Cuda) => 2.0,
+        if self.config.dtype.bf16_on(self.target) {
+            2.0
+        } else {
+            4.0
         }
     }
 
     fn checkpointing(&self) -> bool {
-        self.config
-            .gradient_checkpointing
-            .unwrap_or(self.target == Target::Cuda)
+        self.config.checkpointing(self.target)
     }
 
-    /// Parameters of the whole model.
     fn parameters(&self) -> f64 {
-        let m = self.model;
-        let (h, i, v, d) = (
-            m.hidden_size as f64,
-            m.intermediate_size as f64,
-            m.vocab_size as f64,
-            m.head_dim as f64,
-        );
-        let (heads, kv) = (m.num_attention_heads as f64, m.num_key_value_heads as f64);
-        let qkv = (heads + 2.0 * kv) * d;
-        let per_layer = 2.0 * h
-            + h * qkv
-            + if m.qkv_bias { qkv } else { 0.0 }
-            + heads * d * h
-            + if m.o_bias { h } else { 0.0 }
-            + 3.0 * h * i
-            + if m.mlp_bias { 2.0 * i + h } else { 0.0 }
-            + if m.qk_norm { 2.0 * d } else { 0.0 };
-        let heads_out = if m.tie_word_embeddings { 1.0 } else { 2.0 };
-        heads_out * v * h + h + m.num_hidden_layers as f64 * per_layer
+        parameters(self.model)
     }
 
-    /// Parameters the optimizer updates: all, or the adapters'.
     fn trained(&self) -> f64 {
-        let Some(lora) = &self.config.lora else {
-            return self.parameters();
-        };
-        let per_layer: f64 = MODULES
-            .iter()
-            .filter(|m| lora.target_modules.iter().any(|t| t == *m))
-            .map(|m| {
-                let (input, output) = self.module_shape(m);
-                lora.rank as f64 * (input + output)
-            })
-            .sum();
-        self.model.num_hidden_layers as f64 * per_layer
+        trained_parameters(self.model, self.config)
     }
 
-    /// `(in, out)` widths of a linear layer of a decoder block.
     fn module_shape(&self, module: &str) -> (f64, f64) {
-        let m = self.model;
-        let (h, i) = (m.hidden_size as f64, m.intermediate_size as f64);
-        let (q, kv) = (
-            (m.num_attention_heads * m.head_dim) as f64,
-            (m.num_key_value_heads * m.head_dim) as f64,
-        );
-        match module {
-            "q_proj" => (h, q),
-            "k_proj" | "v_proj" => (h, kv),
-            "o_proj" => (q, h),
-            "gate_proj" | "up_proj" => (h, i),
-            _ => (i, h),
-        }
+        module_shape(self.model, module)
     }
 
     /// Elements a decoder layer's graph keeps per token (every tensor of the forward, as
@@ -359,7 +382,7 @@ impl<'a> Estimate<'a> {
         } else {
             layers * layer + layer + n * c * h * 2.0
         };
-        let chunk = 4.0 * n * vocab::chunk_columns(n as usize, m.vocab_size) as f64;
+        let chunk = 4.0 * n * chunk_columns(n as usize, m.vocab_size) as f64;
         let logits = 3.0 * chunk + 3.0 * 4.0 * n * h;
         let kv_cache = if self.workload.rollouts {
             let g = &self.config.grpo;
@@ -421,15 +444,20 @@ impl<'a> Estimate<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::config::Precision;
-    use crate::model::LoraConfig;
+    use crate::training::config::{LoraConfig, Precision};
 
     /// Qwen2.5's configs, as their `config.json` says.
-    fn qwen25(hidden: usize, layers: usize, heads: usize, kv: usize, inter: usize) -> ModelConfig {
+    pub(crate) fn qwen25(
+        hidden: usize,
+        layers: usize,
+        heads: usize,
+        kv: usize,
+        inter: usize,
+    ) -> ModelConfig {
         ModelConfig::from_json(json!({"architectures": ["Qwen2ForCausalLM"],
             "model_type": "qwen2", "hidden_size": hidden, "intermediate_size": inter,
             "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv,
@@ -467,7 +495,7 @@ mod tests {
                 rank: 16,
                 alpha: 32.0,
                 dropout: 0.0,
-                target_modules: MODULES.map(String::from).to_vec(),
+                target_modules: LORA_MODULES.map(String::from).to_vec(),
             }),
             ..TrainConfig::default()
         };
