@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::model::Model;
 use crate::step::{TrainSeq, response_logprobs};
 
-/// Scores `model` on `rollouts` (the validation split), `budget` padded tokens per forward;
+/// Scores `model` on `rollouts` (the validation split), `budget` packed tokens per forward;
 /// turns are loaded from the store a few micro-batches at a time.
 ///
 /// # Errors

@@ -353,7 +353,7 @@ pub fn run_prompts(
     ))
 }
 
-/// Padded tokens per forward of `train logprobs` (no backward: activations are freed layer
+/// Packed tokens per forward of `train logprobs` (no backward: activations are freed layer
 /// by layer, and the head's logits exist one vocabulary chunk at a time).
 const LOGPROBS_BUDGET: usize = 8192;
 

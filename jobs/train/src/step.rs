@@ -6,7 +6,7 @@ use candle_core::{DType, Device, Tensor, Var};
 
 use crate::error::{Result, TrainError};
 use crate::loss::{Clip, TokenInputs, grpo_loss};
-use crate::model::{Dropout, Model, Sink, vocab};
+use crate::model::{Dropout, Model, Sink, Tokens, vocab};
 use crate::optim::{Accumulator, AdamW};
 
 /// One training sequence: prompt then response, with per-response-token data.
@@ -73,22 +73,18 @@ pub struct StepStats {
     pub importance_weight: f64,
 }
 
-/// Sequences split into micro-batches of at most `budget` padded tokens (one sequence longer
-/// than the budget goes alone).
+/// Sequences split into micro-batches of at most `budget` tokens, packed end to end (one
+/// sequence longer than the budget goes alone).
 #[must_use]
 pub fn micro_batches(seqs: &[TrainSeq], budget: usize) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
-    let mut start = 0;
-    let mut width = 0;
+    let (mut start, mut tokens) = (0, 0);
     for (i, s) in seqs.iter().enumerate() {
-        let w = width.max(s.ids.len());
-        if i > start && w * (i - start + 1) > budget {
+        if i > start && tokens + s.ids.len() > budget {
             out.push(start..i);
-            start = i;
-            width = s.ids.len();
-        } else {
-            width = w;
+            (start, tokens) = (i, 0);
         }
+        tokens += s.ids.len();
     }
     if start < seqs.len() {
         out.push(start..seqs.len());
@@ -96,9 +92,10 @@ pub fn micro_batches(seqs: &[TrainSeq], budget: usize) -> Vec<std::ops::Range<us
     out
 }
 
-/// Tensors of one micro-batch: padded ids, and for every loss token its hidden row and target.
+/// Tensors of one micro-batch: its sequences packed, and for every loss token its hidden row
+/// and target.
 pub(crate) struct Packed {
-    pub ids: Tensor,
+    pub tokens: Tokens,
     pub rows: Tensor,
     pub targets: Tensor,
     /// (sequence, response index) of each loss token.
@@ -106,28 +103,26 @@ pub(crate) struct Packed {
 }
 
 pub(crate) fn pack(seqs: &[TrainSeq], device: &Device, every_token: bool) -> Result<Packed> {
-    let width = seqs.iter().map(|s| s.ids.len()).max().unwrap_or(1);
-    let mut flat = Vec::with_capacity(seqs.len() * width);
     let (mut rows, mut targets, mut index) = (Vec::new(), Vec::new(), Vec::new());
+    let mut first = 0;
     for (i, s) in seqs.iter().enumerate() {
         if s.start == 0 {
             return Err(TrainError::Data(
                 "a sequence has an empty prompt: nothing predicts its first token".into(),
             ));
         }
-        flat.extend_from_slice(&s.ids);
-        flat.extend(std::iter::repeat_n(0, width - s.ids.len()));
         for j in 0..s.ids.len() - s.start {
             if every_token || s.mask[j] {
-                rows.push((i * width + s.start + j - 1) as u32);
+                rows.push((first + s.start + j - 1) as u32);
                 targets.push(s.ids[s.start + j]);
                 index.push((i, j));
             }
         }
+        first += s.ids.len();
     }
     let n = rows.len();
     Ok(Packed {
-        ids: Tensor::from_vec(flat, (seqs.len(), width), device)?,
+        tokens: Tokens::packed(seqs.iter().map(|s| s.ids.as_slice()), device)?,
         rows: Tensor::from_vec(rows, n, device)?,
         targets: Tensor::from_vec(targets, n, device)?,
         index,
@@ -151,7 +146,7 @@ pub fn response_logprobs(model: &Model, seqs: &[TrainSeq], budget: usize) -> Res
         if p.index.is_empty() {
             continue;
         }
-        let hidden = frozen.hidden(&p.ids, None)?;
+        let hidden = frozen.hidden(&p.tokens, None)?;
         let logp = frozen
             .token_logprobs(&hidden, &p.rows, &p.targets)?
             .logp
@@ -180,7 +175,7 @@ pub struct StepContext<'a> {
     pub optimizer: &'a mut AdamW,
     /// Learning rate of this step.
     pub lr: f64,
-    /// Micro-batch budget in padded tokens.
+    /// Micro-batch budget in tokens (sequences packed end to end).
     pub budget: usize,
     /// LoRA dropout, its seed this step's (each micro-batch and update derives its own).
     pub dropout: Option<Dropout>,
@@ -218,7 +213,7 @@ pub fn train_step(
 }
 
 /// The gradients one update of `objective` on `seqs` applies, accumulated over micro-batches
-/// of `budget` padded tokens, with or without activation checkpointing and LoRA dropout: what
+/// of `budget` packed tokens, with or without activation checkpointing and LoRA dropout: what
 /// [`train_step`] hands the optimizer.
 ///
 /// # Errors
@@ -301,14 +296,15 @@ impl<'a> Pass<'a> {
             if p.index.is_empty() {
                 continue;
             }
-            let (ids, rows, targets) = (p.ids.clone(), p.rows.clone(), p.targets.clone());
+            let (rows, targets) = (p.rows.clone(), p.targets.clone());
             let tokens = p.index.len();
             let dropout = dropout.map(|d| Dropout {
                 seed: d.seed ^ (b as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
                 ..d
             });
             let sink = Sink::default();
-            let hidden = model.hidden_for_training(&ids, dropout, self.checkpointing, &sink)?;
+            let hidden =
+                model.hidden_for_training(&p.tokens, dropout, self.checkpointing, &sink)?;
             // The decoder keeps its graph up to the scored rows; the head runs outside it over
             // vocabulary chunks, and its backward seeds the decoder's ([`vocab`]).
             let scored = hidden.index_select(&rows, 0)?;
@@ -389,7 +385,7 @@ impl<'a> Pass<'a> {
             let r = self
                 .reference
                 .ok_or_else(|| TrainError::Data("kl_beta > 0 needs a reference model".into()))?;
-            let h = r.hidden(&p.ids, None)?;
+            let h = r.hidden(&p.tokens, None)?;
             self.reference_logp[b] = Some(r.token_logprobs(&h, &p.rows, &p.targets)?.logp);
         }
         let advantages = f32s(pick(&|s, j| s.advantages[j]), device, dtype)?;
@@ -431,5 +427,35 @@ impl<'a> Pass<'a> {
             reference: reference.map(|r| (r, kl_beta)),
         };
         Ok(grpo_loss(&inputs, clip)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seq(len: usize) -> TrainSeq {
+        TrainSeq {
+            ids: (0..len as u32).collect(),
+            start: 1,
+            mask: vec![true; len - 1],
+            advantages: vec![1.0; len - 1],
+            behaviour: None,
+            rollout: 0,
+            weight: 1.0,
+        }
+    }
+
+    #[test]
+    fn micro_batches_pack_whole_sequences_up_to_the_token_budget() {
+        let seqs = [7, 5, 3, 9, 20, 2].map(seq);
+        // 7 + 5, 3 + 9, the 20 alone (over budget), 2.
+        assert_eq!(micro_batches(&seqs, 12), [0..2, 2..4, 4..5, 5..6]);
+        let p = pack(&seqs[0..2], &Device::Cpu, false).unwrap();
+        assert_eq!(p.tokens.ids.dims(), [12]);
+        assert_eq!(&*p.tokens.lengths, [7, 5]);
+        // The second sequence's first target (its token 1) is predicted from packed row 7.
+        assert_eq!(p.index[6], (1, 0));
+        assert_eq!(p.rows.to_vec1::<u32>().unwrap()[6], 7);
     }
 }

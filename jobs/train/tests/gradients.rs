@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentrl_train::model::{Dropout, LoraConfig, Model};
+use agentrl_train::model::{Dropout, LoraConfig, Model, Tokens};
 use agentrl_train::optim::{AdamW, OptimizerConfig};
 use agentrl_train::step::{self, Objective, StepContext, TrainSeq, train_step};
 use candle_core::{DType, Device, Tensor, Var};
@@ -35,8 +35,8 @@ fn nll(model: &Model, seqs: &[TrainSeq]) -> f64 {
     let d = model.device();
     let mut total = 0.0;
     for s in seqs {
-        let ids = Tensor::from_vec(s.ids.clone(), (1, s.ids.len()), d).unwrap();
-        let hidden = model.hidden(&ids, None).unwrap();
+        let tokens = Tokens::packed([s.ids.as_slice()], d).unwrap();
+        let hidden = model.hidden(&tokens, None).unwrap();
         let rows: Vec<u32> = (s.start - 1..s.ids.len() - 1).map(|r| r as u32).collect();
         let logits = model
             .logits_at(
@@ -55,6 +55,23 @@ fn nll(model: &Model, seqs: &[TrainSeq]) -> f64 {
         }
     }
     total
+}
+
+/// Sequences packed into one micro-batch score exactly as each does alone: attention stays
+/// within each and positions restart at 0.
+#[test]
+fn packed_sequences_score_as_each_alone() {
+    let model = tiny(DType::F32);
+    let mut batch = seqs();
+    batch.extend(seqs().into_iter().rev());
+    assert_eq!(step::micro_batches(&batch, 64).len(), 1);
+    let packed = step::response_logprobs(&model, &batch, 64).unwrap();
+    for (s, together) in batch.iter().zip(&packed) {
+        let alone = step::response_logprobs(&model, std::slice::from_ref(s), 64).unwrap();
+        for (a, b) in alone[0].iter().zip(together) {
+            assert!((a - b).abs() < 1e-5, "alone {a}, packed {b}");
+        }
+    }
 }
 
 fn tiny(dtype: DType) -> Model {
@@ -370,41 +387,57 @@ fn fused_kernels_equal_the_composed_ops_in_value_and_gradient() {
     );
 
     // Grouped-query attention: 3 query heads over 1 key/value head would not divide evenly,
-    // so 4 over 2; two sequences of 5 positions; full causal and a sliding window of 2.
+    // so 4 over 2; three packed sequences of 5, 3 and 4 positions; full causal and a sliding
+    // window of 2.
     let rope = Rope {
         theta: 10_000.0,
         scaling: RopeScaling::Default,
     };
     let (cos, sin) = rope::tables(&rope, 0..5, 6, DType::F64, &Device::Cpu).unwrap();
+    let lengths = [5, 3, 4];
     for window in [None, Some(2)] {
-        let shape = fused::AttentionShape {
-            batch: 2,
-            len: 5,
+        let shape = |lengths: &[usize]| fused::AttentionShape {
+            lengths: lengths.into(),
             heads: 4,
             kv_heads: 2,
             head_dim: 6,
             window,
         };
-        let qkv = random(&[10, 48]);
-        let mix = random(&[10, 24]);
+        let packed = shape(&lengths);
+        let qkv = random(&[12, 48]);
+        let mix = random(&[12, 24]);
         let l = |y: Tensor| (y * mix.as_tensor()).unwrap().sum_all().unwrap();
-        let f = fused::attention(&qkv, shape, &cos, &sin).unwrap();
-        let c = ops::attention(&qkv, shape, &cos, &sin).unwrap();
-        let k = attention::chunked(&qkv, shape, &cos, &sin).unwrap();
+        let f = fused::attention(&qkv, &packed, &cos, &sin).unwrap();
+        let c = ops::attention(&qkv, &packed, &cos, &sin).unwrap();
+        let k = attention::chunked(&qkv, &packed, &cos, &sin).unwrap();
         close(&f, &c, &format!("attention, window {window:?}"));
         close(&k, &c, &format!("chunked attention, window {window:?}"));
         let dc = l(c).backward().unwrap();
         let dc = dc.get(&qkv).unwrap();
-        close(
-            l(f).backward().unwrap().get(&qkv).unwrap(),
-            dc,
-            &format!("attention dqkv, window {window:?}"),
-        );
+        let df = l(f.clone()).backward().unwrap();
+        let df = df.get(&qkv).unwrap();
+        close(df, dc, &format!("attention dqkv, window {window:?}"));
         close(
             l(k).backward().unwrap().get(&qkv).unwrap(),
             dc,
             &format!("chunked attention dqkv, window {window:?}"),
         );
+        // Packing changes nothing: each sequence alone, from position 0, gives its rows of the
+        // packed output and of the gradient.
+        let mut first = 0;
+        for len in lengths {
+            let alone = Var::from_tensor(&qkv.narrow(0, first, len).unwrap()).unwrap();
+            let y = fused::attention(&alone, &shape(&[len]), &cos, &sin).unwrap();
+            close(&y, &f.narrow(0, first, len).unwrap(), "a sequence alone");
+            let seed = mix.narrow(0, first, len).unwrap();
+            let grads = (y * seed).unwrap().sum_all().unwrap().backward().unwrap();
+            close(
+                grads.get(&alone).unwrap(),
+                &df.narrow(0, first, len).unwrap(),
+                "a sequence's gradient alone",
+            );
+            first += len;
+        }
     }
 
     let (x, mix) = (random(&[7, 12]), random(&[7, 6]));

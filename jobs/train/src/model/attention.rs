@@ -1,6 +1,6 @@
 //! Attention off the CPU's fused kernel (on a GPU, in bf16): the composed ops of
-//! [`super::ops::attention`] run on one sequence and one key/value group (its query heads) at
-//! a time, recording no graph, and the backward recomputes each chunk
+//! [`super::ops::attention`] run on one packed sequence and one key/value group (its query
+//! heads) at a time, recording no graph, and the backward recomputes each chunk
 //! ([`super::checkpoint`]). The largest tensor is one chunk's `[group, T, T]` scores (fp32
 //! for the softmax), never the batch's `[B, H, T, T]`; the step keeps only `qkv` and the
 //! output, as the fused kernel does.
@@ -13,17 +13,18 @@ use super::checkpoint::{Recompute, checkpoint};
 use super::fused::AttentionShape;
 use super::ops;
 
-/// Causal grouped-query attention with RoPE on `qkv [B·T, (H + 2·KV)·d]`, chunked; see the
-/// module.
+/// Causal grouped-query attention with RoPE on `qkv [N, (H + 2·KV)·d]` of the packed
+/// sequences of `shape`, chunked; see the module.
 ///
 /// # Errors
 /// Shapes that disagree.
-pub fn chunked(qkv: &Tensor, shape: AttentionShape, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
-    let mask = ops::causal_mask(shape.len, shape.window, qkv.dtype(), qkv.device())?;
+pub fn chunked(qkv: &Tensor, shape: &AttentionShape, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    // One mask for the longest sequence: its top-left block is a shorter one's.
+    let mask = ops::causal_mask(shape.longest(), shape.window, qkv.dtype(), qkv.device())?;
     checkpoint(
         qkv,
         Arc::new(Chunks {
-            shape,
+            shape: shape.clone(),
             cos: cos.clone(),
             sin: sin.clone(),
             mask,
@@ -60,52 +61,59 @@ impl Chunks {
         ]
     }
 
-    /// Sequence `row`'s group `g` of `qkv`: `[T, (group + 2)·d]`.
-    fn part(&self, qkv: &Tensor, row: usize, g: usize) -> Result<Tensor> {
-        let rows = qkv.narrow(0, row * self.shape.len, self.shape.len)?;
+    /// Group `g` of the sequence at rows `first..first + len` of `qkv`: `[len, (group + 2)·d]`.
+    fn part(&self, qkv: &Tensor, (first, len): (usize, usize), g: usize) -> Result<Tensor> {
+        let rows = qkv.narrow(0, first, len)?;
         let pieces = self
             .columns(g)
             .map(|(start, width)| rows.narrow(1, start, width));
         Tensor::cat(&pieces.into_iter().collect::<Result<Vec<_>>>()?, 1)
     }
 
-    /// Attention of one part: `[T, group·d]`.
+    /// Attention of one part: `[len, group·d]`.
     fn attend(&self, part: &Tensor) -> Result<Tensor> {
+        let len = part.dim(0)?;
         let shape = AttentionShape {
-            batch: 1,
             heads: self.group(),
             kv_heads: 1,
-            ..self.shape
+            ..self.shape.clone()
         };
-        ops::attention_masked(part, shape, &self.cos, &self.sin, &self.mask)
+        let prefix = |t: &Tensor| t.narrow(0, 0, len);
+        ops::attention_masked(
+            part,
+            &shape,
+            &prefix(&self.cos)?,
+            &prefix(&self.sin)?,
+            &prefix(&self.mask)?.narrow(1, 0, len)?,
+        )
     }
 }
 
 impl Recompute for Chunks {
     fn forward(&self, qkv: &Tensor) -> Result<Tensor> {
-        let mut rows = Vec::with_capacity(self.shape.batch);
-        for row in 0..self.shape.batch {
+        let mut outputs = Vec::with_capacity(self.shape.lengths.len());
+        for sequence in self.shape.sequences() {
             let groups = (0..self.shape.kv_heads)
-                .map(|g| self.attend(&self.part(qkv, row, g)?))
+                .map(|g| self.attend(&self.part(qkv, sequence, g)?))
                 .collect::<Result<Vec<_>>>()?;
-            rows.push(Tensor::cat(&groups, 1)?);
+            outputs.push(Tensor::cat(&groups, 1)?);
         }
-        Tensor::cat(&rows, 0)
+        Tensor::cat(&outputs, 0)
     }
 
     fn backward(&self, qkv: &Tensor, grad: &Tensor) -> Result<Tensor> {
         let d = self.shape.head_dim;
         let width = self.group() * d;
-        let mut rows = Vec::with_capacity(self.shape.batch);
-        for row in 0..self.shape.batch {
-            let grad_row = grad.narrow(0, row * self.shape.len, self.shape.len)?;
+        let mut outputs = Vec::with_capacity(self.shape.lengths.len());
+        for sequence @ (first, len) in self.shape.sequences() {
+            let grad_rows = grad.narrow(0, first, len)?;
             // Gradients of each group's queries, keys and values, assembled into `qkv`'s
             // column order: all query heads, then all key heads, then all value heads.
             let mut pieces: [Vec<Tensor>; 3] = Default::default();
             for g in 0..self.shape.kv_heads {
-                let part = Var::from_tensor(&self.part(qkv, row, g)?.detach())?;
+                let part = Var::from_tensor(&self.part(qkv, sequence, g)?.detach())?;
                 let y = self.attend(part.as_tensor())?;
-                let seed = grad_row.narrow(1, g * width, width)?.detach();
+                let seed = grad_rows.narrow(1, g * width, width)?.detach();
                 let grads = (y * seed)?.sum_all()?.backward()?;
                 let dpart = grads.get(part.as_tensor()).ok_or_else(|| {
                     candle_core::Error::Msg("chunked attention: no input gradient".into())
@@ -121,8 +129,8 @@ impl Recompute for Chunks {
                 .iter()
                 .map(|p| Tensor::cat(p, 1))
                 .collect::<Result<Vec<_>>>()?;
-            rows.push(Tensor::cat(&columns, 1)?);
+            outputs.push(Tensor::cat(&columns, 1)?);
         }
-        Tensor::cat(&rows, 0)
+        Tensor::cat(&outputs, 0)
     }
 }

@@ -213,17 +213,18 @@ fn sum<T: Float>(a: &[T]) -> T {
     lanes.into_iter().fold(tail, |acc, l| acc + l)
 }
 
-/// Causal self-attention with RoPE on the projections side by side, `qkv [B·T, (H + 2·KV)·d]`
-/// (queries, keys, values), with the `[T, d]` rotary tables of [`super::rope::Rope::tables`]:
-/// the output `[B·T, H·d]`. Fused on CPU in fp32 and fp64; elsewhere composed one sequence and
-/// one key/value group at a time and recomputed in the backward
-/// ([`super::attention::chunked`]), so that no `[B, H, T, T]` tensor exists on any device.
+/// Causal self-attention with RoPE on the projections side by side, `qkv [N, (H + 2·KV)·d]`
+/// (queries, keys, values) of the sequences of `shape`, with rotary tables `[T, d]` of
+/// positions `0..T` for the longest ([`super::rope::tables`]): the output `[N, H·d]`. Fused
+/// on CPU in fp32 and fp64; elsewhere composed one sequence and one key/value group at a time
+/// and recomputed in the backward ([`super::attention::chunked`]), so that no `[B, H, T, T]`
+/// tensor exists on any device.
 ///
 /// # Errors
 /// Shapes that disagree.
 pub fn attention(
     qkv: &Tensor,
-    shape: AttentionShape,
+    shape: &AttentionShape,
     cos: &Tensor,
     sin: &Tensor,
 ) -> Result<Tensor> {
@@ -231,7 +232,7 @@ pub fn attention(
         return super::attention::chunked(qkv, shape, cos, sin);
     }
     qkv.contiguous()?.apply_op1(attention::Attention {
-        shape,
+        shape: shape.clone(),
         cos: table(cos)?,
         sin: table(sin)?,
     })
@@ -244,13 +245,12 @@ fn table(t: &Tensor) -> Result<Arc<Vec<f64>>> {
     ))
 }
 
-/// The dimensions of an attention call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The dimensions of an attention call: sequences laid end to end in the rows of `qkv`
+/// (packed, no padding), each attending only within itself from position 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttentionShape {
-    /// Sequences.
-    pub batch: usize,
-    /// Positions per sequence.
-    pub len: usize,
+    /// The length of each sequence, in row order.
+    pub lengths: Arc<[usize]>,
     /// Query heads.
     pub heads: usize,
     /// Key/value heads.
@@ -260,6 +260,29 @@ pub struct AttentionShape {
     /// A query attends to at most this many positions, itself included (sliding-window
     /// layers); `None`: to every earlier position.
     pub window: Option<usize>,
+}
+
+impl AttentionShape {
+    /// Rows of `qkv`: every sequence's positions.
+    #[must_use]
+    pub fn rows(&self) -> usize {
+        self.lengths.iter().sum()
+    }
+
+    /// The longest sequence (the rotary tables cover its positions).
+    #[must_use]
+    pub fn longest(&self) -> usize {
+        self.lengths.iter().copied().max().unwrap_or(0)
+    }
+
+    /// `(first row, length)` of each sequence.
+    pub fn sequences(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.lengths.iter().scan(0, |start, &len| {
+            let first = *start;
+            *start += len;
+            Some((first, len))
+        })
+    }
 }
 
 /// `silu(gate) · up` of `x [N, 2·I]` holding gate and up side by side: `[N, I]`. Fused on

@@ -8,6 +8,8 @@
 //! per-row mask hides. Rows keep their own RoPE positions (tokens fed so far), so holes never
 //! shift a position. Inference only: nothing here records a backward pass.
 
+use std::sync::Arc;
+
 use candle_core::Tensor;
 
 use super::{Model, fused, ops};
@@ -233,14 +235,15 @@ impl Model {
         }
 
         let mut grown = Vec::with_capacity(c.num_hidden_layers);
+        let lengths: Arc<[usize]> = vec![n; rows].into();
         let hidden = self.decoder(&ids, None, &mut |layer, qkv| {
-            let shape = self.attention_shape(rows, n, layer);
+            let shape = self.attention_shape(&lengths, layer);
             let mask = &masks
                 .iter()
                 .find(|(w, _)| *w == shape.window)
                 .ok_or_else(|| candle_core::Error::Msg("decode: no mask for a window".into()))?
                 .1;
-            let (q, k, v) = ops::split_heads(&qkv, shape)?;
+            let (q, k, v) = ops::split_heads(&qkv, (rows, n), &shape)?;
             let q = ops::rope(&q, &cos, &sin)?;
             let k = ops::rope(&k, &cos, &sin)?;
             let (k, v) = match cache.layers.get(layer) {
@@ -280,8 +283,8 @@ mod tests {
     use crate::model::ModelConfig;
 
     fn full_forward_logits(model: &Model, seq: &[u32]) -> Vec<f32> {
-        let ids = Tensor::from_vec(seq.to_vec(), (1, seq.len()), &Device::Cpu).unwrap();
-        let hidden = model.hidden(&ids, None).unwrap();
+        let tokens = crate::model::Tokens::packed([seq], &Device::Cpu).unwrap();
+        let hidden = model.hidden(&tokens, None).unwrap();
         let last = Tensor::from_vec(vec![(seq.len() - 1) as u32], 1, &Device::Cpu).unwrap();
         model
             .logits_at(&hidden, &last)

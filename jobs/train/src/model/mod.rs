@@ -3,8 +3,9 @@
 //! RoPE type of [`rope`], sliding-window layers, LoRA adapters, and a forward whose every op
 //! has a backward pass ([`ops`]).
 //!
-//! Sequences in a batch are right-padded: with a causal mask no real token attends to a pad,
-//! so no padding mask is needed and padded positions are simply never read.
+//! A training forward takes [`Tokens`]: sequences packed end to end with no padding, each
+//! attending only within itself from position 0, so a packed batch computes exactly what each
+//! sequence alone would.
 
 pub mod attention;
 mod checkpoint;
@@ -48,6 +49,38 @@ pub struct Model {
     /// The dtype the weights were stored in (what outputs are written in).
     stored: DType,
     device: Device,
+}
+
+/// Token ids of sequences laid end to end (packed: no padding). Attention stays within each
+/// sequence and positions restart at 0 for each.
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    /// The ids, `[N]` u32.
+    pub ids: Tensor,
+    /// The length of each sequence, in order; they sum to `N`.
+    pub lengths: Arc<[usize]>,
+}
+
+impl Tokens {
+    /// `sequences` packed end to end.
+    ///
+    /// # Errors
+    /// Tensor failures.
+    pub fn packed<'a>(
+        sequences: impl IntoIterator<Item = &'a [u32]>,
+        device: &Device,
+    ) -> Result<Self> {
+        let (mut ids, mut lengths) = (Vec::new(), Vec::new());
+        for s in sequences {
+            ids.extend_from_slice(s);
+            lengths.push(s.len());
+        }
+        let n = ids.len();
+        Ok(Self {
+            ids: Tensor::from_vec(ids, n, device)?,
+            lengths: lengths.into(),
+        })
+    }
 }
 
 /// LoRA dropout on the adapter inputs. Each mask is a function of `seed` and the module it
@@ -338,16 +371,19 @@ impl Model {
         }
     }
 
-    /// The final hidden states `[B·T, hidden]` (after the last norm) of right-padded token ids
-    /// `[B, T]` (u32).
+    /// The final hidden states `[N, hidden]` (after the last norm) of packed `tokens`.
     ///
     /// # Errors
     /// Ids out of the vocabulary, shape errors.
-    pub fn hidden(&self, ids: &Tensor, dropout: Option<Dropout>) -> Result<Tensor> {
-        let (batch, len) = ids.dims2()?;
-        let (cos, sin) = self.rope_tables(len)?;
-        Ok(self.decoder(ids, dropout, &mut |layer, qkv| {
-            fused::attention(&qkv, self.attention_shape(batch, len, layer), &cos, &sin)
+    pub fn hidden(&self, tokens: &Tokens, dropout: Option<Dropout>) -> Result<Tensor> {
+        let (cos, sin) = self.rope_tables(tokens)?;
+        Ok(self.decoder(&tokens.ids, dropout, &mut |layer, qkv| {
+            fused::attention(
+                &qkv,
+                &self.attention_shape(&tokens.lengths, layer),
+                &cos,
+                &sin,
+            )
         })?)
     }
 
@@ -359,24 +395,23 @@ impl Model {
     /// As [`Self::hidden`].
     pub fn hidden_for_training(
         &self,
-        ids: &Tensor,
+        tokens: &Tokens,
         dropout: Option<Dropout>,
         checkpointing: bool,
         sink: &Sink,
     ) -> Result<Tensor> {
         if !checkpointing {
-            return self.hidden(ids, dropout);
+            return self.hidden(tokens, dropout);
         }
-        let (batch, len) = ids.dims2()?;
-        let (cos, sin) = self.rope_tables(len)?;
+        let (cos, sin) = self.rope_tables(tokens)?;
         let (model, frozen) = (Arc::new(self.clone()), Arc::new(self.frozen_view()));
-        let mut x = self.embed(&ids.flatten_all()?)?;
+        let mut x = self.embed(&tokens.ids)?;
         for layer in 0..self.config.num_hidden_layers {
             let f = Arc::new(Layer {
                 model: model.clone(),
                 frozen: frozen.clone(),
                 layer,
-                shape: self.attention_shape(batch, len, layer),
+                shape: self.attention_shape(&tokens.lengths, layer),
                 cos: cos.clone(),
                 sin: sin.clone(),
                 dropout,
@@ -391,22 +426,23 @@ impl Model {
         )?)
     }
 
-    fn rope_tables(&self, len: usize) -> candle_core::Result<(Tensor, Tensor)> {
+    /// Rotary tables of positions `0..T`, `T` the longest of `tokens`' sequences.
+    fn rope_tables(&self, tokens: &Tokens) -> candle_core::Result<(Tensor, Tensor)> {
+        let longest = tokens.lengths.iter().copied().max().unwrap_or(0);
         rope::tables(
             &self.config.rope,
-            0..len,
+            0..longest,
             self.config.head_dim,
             self.compute,
             &self.device,
         )
     }
 
-    /// The attention dimensions of `batch` sequences of `len` positions in `layer`.
-    fn attention_shape(&self, batch: usize, len: usize, layer: usize) -> fused::AttentionShape {
+    /// The attention dimensions of sequences of `lengths` in `layer`.
+    fn attention_shape(&self, lengths: &Arc<[usize]>, layer: usize) -> fused::AttentionShape {
         let c = &self.config;
         fused::AttentionShape {
-            batch,
-            len,
+            lengths: lengths.clone(),
             heads: c.num_attention_heads,
             kv_heads: c.num_kv_heads(),
             head_dim: c.head_dim(),
@@ -463,10 +499,11 @@ impl Model {
         )
     }
 
-    /// The decoder stack on token ids `[B, T]`, returning the final hidden states `[B·T,
-    /// hidden]`. `attend(layer, qkv)` takes the projections side by side, `[B·T, (H + 2·KV)·d]`
-    /// before RoPE (see [`fused::attention`]), and returns the attention output `[B·T, H·d]`:
-    /// the whole causal batch when training, new tokens after cached ones when sampling.
+    /// The decoder stack on token ids (`N` of them, in any shape), returning the final hidden
+    /// states `[N, hidden]`. `attend(layer, qkv)` takes the projections side by side,
+    /// `[N, (H + 2·KV)·d]` before RoPE (see [`fused::attention`]), and returns the attention
+    /// output `[N, H·d]`: packed causal sequences when training, new tokens after cached ones
+    /// when sampling.
     fn decoder(
         &self,
         ids: &Tensor,
@@ -597,7 +634,7 @@ struct Layer {
 impl Layer {
     fn run(&self, model: &Model, x: &Tensor) -> candle_core::Result<Tensor> {
         model.block(self.layer, x, self.dropout, &mut |qkv| {
-            fused::attention(&qkv, self.shape, &self.cos, &self.sin)
+            fused::attention(&qkv, &self.shape, &self.cos, &self.sin)
         })
     }
 }

@@ -117,17 +117,19 @@ pub fn repeat_kv(x: &Tensor, times: usize) -> Result<Tensor> {
     Tensor::cat(&vec![x; times], 2)?.reshape((b, kv * times, t, d))
 }
 
-/// The projections side by side, `[B·T, (H + 2·KV)·d]`, as queries `[B, H, T, d]` and keys
-/// and values `[B, KV, T, d]`.
-pub fn split_heads(qkv: &Tensor, shape: AttentionShape) -> Result<(Tensor, Tensor, Tensor)> {
+/// The projections side by side of `batch` sequences of `len` positions, `[B·T, (H + 2·KV)·d]`,
+/// as queries `[B, H, T, d]` and keys and values `[B, KV, T, d]`.
+pub fn split_heads(
+    qkv: &Tensor,
+    (batch, len): (usize, usize),
+    shape: &AttentionShape,
+) -> Result<(Tensor, Tensor, Tensor)> {
     let AttentionShape {
-        batch,
-        len,
         heads,
         kv_heads,
         head_dim,
         ..
-    } = shape;
+    } = *shape;
     let part = |start: usize, n: usize| {
         qkv.narrow(1, start * head_dim, n * head_dim)?
             .reshape((batch, len, n, head_dim))?
@@ -141,27 +143,42 @@ pub fn split_heads(qkv: &Tensor, shape: AttentionShape) -> Result<(Tensor, Tenso
     ))
 }
 
-/// Causal self-attention with RoPE (see [`super::fused::attention`]), composed.
+/// Causal self-attention with RoPE (see [`super::fused::attention`]), composed, one sequence
+/// at a time.
 pub fn attention(
     qkv: &Tensor,
-    shape: AttentionShape,
+    shape: &AttentionShape,
     cos: &Tensor,
     sin: &Tensor,
 ) -> Result<Tensor> {
-    let mask = causal_mask(shape.len, shape.window, qkv.dtype(), qkv.device())?;
-    attention_masked(qkv, shape, cos, sin, &mask)
+    let mask = causal_mask(shape.longest(), shape.window, qkv.dtype(), qkv.device())?;
+    let outputs = shape
+        .sequences()
+        .map(|(first, len)| {
+            let prefix = |t: &Tensor| t.narrow(0, 0, len);
+            attention_masked(
+                &qkv.narrow(0, first, len)?,
+                shape,
+                &prefix(cos)?,
+                &prefix(sin)?,
+                &prefix(&mask)?.narrow(1, 0, len)?,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::cat(&outputs, 0)
 }
 
-/// [`attention`] with its additive `[T, T]` mask made by the caller (made once, used for
-/// every chunk of a batch).
+/// [`attention`] of one sequence, `qkv [T, (H + 2·KV)·d]` with the heads of `shape` (its
+/// lengths unread), rotary tables `[T, d]` and its additive `[T, T]` mask made by the caller
+/// (the top-left block of one made for a longer sequence is this one's).
 pub fn attention_masked(
     qkv: &Tensor,
-    shape: AttentionShape,
+    shape: &AttentionShape,
     cos: &Tensor,
     sin: &Tensor,
     mask: &Tensor,
 ) -> Result<Tensor> {
-    let (q, k, v) = split_heads(qkv, shape)?;
+    let (q, k, v) = split_heads(qkv, (1, qkv.dim(0)?), shape)?;
     let group = shape.heads / shape.kv_heads;
     let q = rope(&q, cos, sin)?;
     let k = repeat_kv(&rope(&k, cos, sin)?, group)?;

@@ -106,7 +106,7 @@ pub struct Trainer {
     progress_mirrored: Instant,
     /// The prompt order of the current epoch: (epoch, prompts, order).
     epoch_order: Option<(u64, usize, Vec<usize>)>,
-    /// Padded tokens per micro-batch (the config's, which the run's plan filled in).
+    /// Tokens per micro-batch, packed (the config's, which the run's plan filled in).
     budget: usize,
 }
 

@@ -6,8 +6,8 @@
 //! (queries, keys, values: what one matmul on the concatenated weights gives), the output is
 //! `[B·T, H·d]` (what `o_proj` takes), and the backward writes the gradient of the whole input
 //! at once, recomputing the attention weights rather than keeping a `[B, H, T, T]` tensor
-//! alive. Batch rows are independent, so they run in parallel and the result does not depend
-//! on the thread count.
+//! alive. The rows hold packed sequences of different lengths; each is independent, so they
+//! run in parallel and the result does not depend on the thread count.
 
 use std::sync::Arc;
 
@@ -17,7 +17,8 @@ use rayon::prelude::*;
 use super::matmul::{View, matmul};
 use super::{AttentionShape, Float, data, dot, softmax_in_place};
 
-/// The attention's dimensions and the rotary tables `[T, d]` of positions `0..T`.
+/// The attention's dimensions and the rotary tables `[T, d]` of positions `0..T`, `T` the
+/// longest sequence.
 #[derive(Debug, Clone)]
 pub(super) struct Attention {
     pub shape: AttentionShape,
@@ -29,9 +30,8 @@ pub(super) struct Attention {
 /// gradient out.
 struct AttentionGrad(Attention);
 
-/// Per-kernel views of the shape.
+/// Per-kernel views of the shape; `t` below is one sequence's length.
 struct Plan<T> {
-    t: usize,
     d: usize,
     heads: usize,
     kv_heads: usize,
@@ -39,7 +39,7 @@ struct Plan<T> {
     group: usize,
     /// Width of an input row.
     width: usize,
-    /// Positions a query sees, itself included.
+    /// Positions a query sees, itself included (`usize::MAX`: every earlier one).
     window: usize,
     scale: T,
     cos: Vec<T>,
@@ -50,34 +50,52 @@ impl Attention {
     fn plan<T: Float>(&self, input: &Layout) -> Result<Plan<T>> {
         let (n, width) = input.shape().dims2()?;
         let AttentionShape {
-            batch,
-            len,
             heads,
             kv_heads,
             head_dim: d,
             window,
+            ..
         } = self.shape;
-        if n != batch * len
+        let table = self.shape.longest() * d;
+        if n != self.shape.rows()
             || width != (heads + 2 * kv_heads) * d
             || !heads.is_multiple_of(kv_heads)
-            || self.cos.len() != len * d
-            || self.sin.len() != len * d
+            || self.cos.len() < table
+            || self.sin.len() < table
         {
             candle_core::bail!("attention: input {n}×{width} does not match its plan");
         }
-        let table = |v: &[f64]| v.iter().map(|&x| T::of(x)).collect();
+        let table = |v: &[f64]| v[..table].iter().map(|&x| T::of(x)).collect();
         Ok(Plan {
-            t: len,
             d,
             heads,
             kv_heads,
             group: heads / kv_heads,
             width,
-            window: window.unwrap_or(len).max(1),
+            window: window.unwrap_or(usize::MAX).max(1),
             scale: T::of(1.0 / (d as f64).sqrt()),
             cos: table(&self.cos),
             sin: table(&self.sin),
         })
+    }
+
+    /// `buf` (rows of `width`) cut into the sequences of the shape.
+    fn split<'a, T>(&self, mut buf: &'a mut [T], width: usize) -> Vec<&'a mut [T]> {
+        let mut out = Vec::with_capacity(self.shape.lengths.len());
+        for &len in self.shape.lengths.iter() {
+            let (head, rest) = buf.split_at_mut(len * width);
+            out.push(head);
+            buf = rest;
+        }
+        out
+    }
+
+    /// [`Self::split`], read-only.
+    fn sequences<'a, T>(&self, buf: &'a [T], width: usize) -> Vec<&'a [T]> {
+        self.shape
+            .sequences()
+            .map(|(first, len)| &buf[first * width..(first + len) * width])
+            .collect()
     }
 }
 
@@ -93,10 +111,10 @@ impl<T: Float> Plan<T> {
         (self.heads + self.kv_heads + g) * self.d
     }
 
-    /// RoPE of the head starting at column `col` of one sequence's rows, `[T, d]`; the
+    /// RoPE of the head starting at column `col` of one sequence's rows, `[t, d]`; the
     /// transpose (the backward) with `transpose`.
     fn rope(&self, rows: &[T], row_width: usize, col: usize, transpose: bool) -> Vec<T> {
-        let (t, d, half) = (self.t, self.d, self.d / 2);
+        let (t, d, half) = (rows.len() / row_width, self.d, self.d / 2);
         let mut out = vec![T::default(); t * d];
         for p in 0..t {
             let x = &rows[p * row_width + col..][..d];
@@ -115,11 +133,11 @@ impl<T: Float> Plan<T> {
         out
     }
 
-    /// The attention weights `P [T, T]` of rotated queries and keys `[T, d]`: scaled scores
+    /// The attention weights `P [t, t]` of rotated queries and keys `[t, d]`: scaled scores
     /// `Q·Kᵀ`, softmax over the keys in each query's window (the `window` positions up to
     /// itself), zero elsewhere.
     fn weights(&self, q: &[T], k: &[T], p: &mut [T]) {
-        let (t, d) = (self.t, self.d);
+        let (t, d) = (q.len() / self.d, self.d);
         matmul(
             p,
             t,
@@ -143,12 +161,15 @@ impl<T: Float> Plan<T> {
 fn forward<T: Float>(op: &Attention, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
     let x = data::<T>(s, l, "attention")?;
     let plan = op.plan::<T>(l)?;
-    let (t, d, width) = (plan.t, plan.d, plan.width);
+    let (d, width) = (plan.d, plan.width);
     let out_width = plan.heads * d;
-    let mut out = vec![T::default(); op.shape.batch * t * out_width];
-    out.par_chunks_mut(t * out_width)
-        .zip(x.par_chunks(t * width))
+    let rows = op.shape.rows();
+    let mut out = vec![T::default(); rows * out_width];
+    op.split(&mut out, out_width)
+        .into_par_iter()
+        .zip(op.sequences(x, width))
         .for_each(|(out, rows)| {
+            let t = rows.len() / width;
             let mut p = vec![T::default(); t * t];
             for g in 0..plan.kv_heads {
                 let k = plan.rope(rows, width, plan.k_col(g), false);
@@ -166,7 +187,7 @@ fn forward<T: Float>(op: &Attention, s: &CpuStorage, l: &Layout) -> Result<(CpuS
                 }
             }
         });
-    Ok((T::store(out), Shape::from((op.shape.batch * t, out_width))))
+    Ok((T::store(out), Shape::from((rows, out_width))))
 }
 
 fn backward<T: Float>(
@@ -181,12 +202,18 @@ fn backward<T: Float>(
         data::<T>(gs, gl, "attention")?,
     );
     let plan = op.plan::<T>(l)?;
-    let (t, d, width) = (plan.t, plan.d, plan.width);
+    let (d, width) = (plan.d, plan.width);
     let dy_width = plan.heads * d;
     let mut dx = vec![T::default(); x.len()];
-    dx.par_chunks_mut(t * width)
-        .zip(x.par_chunks(t * width).zip(dy.par_chunks(t * dy_width)))
+    op.split(&mut dx, width)
+        .into_par_iter()
+        .zip(
+            op.sequences(x, width)
+                .into_par_iter()
+                .zip(op.sequences(dy, dy_width)),
+        )
         .for_each(|(dx, (rows, dy))| {
+            let t = rows.len() / width;
             let (mut p, mut ds) = (vec![T::default(); t * t], vec![T::default(); t * t]);
             let mut dq = vec![T::default(); t * d];
             for g in 0..plan.kv_heads {
@@ -219,7 +246,7 @@ fn backward<T: Float>(
     Ok((T::store(dx), l.shape().clone()))
 }
 
-/// Writes the `[T, d]` head `head` into the rows of `out` at column `col`.
+/// Writes the `[t, d]` head `head` into the rows of `out` at column `col`.
 fn scatter<T: Float>(out: &mut [T], width: usize, col: usize, head: &[T], d: usize) {
     for (row, src) in out.chunks_mut(width).zip(head.chunks(d)) {
         row[col..col + d].copy_from_slice(src);

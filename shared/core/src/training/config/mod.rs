@@ -29,8 +29,9 @@ const ROOT: &str = "(root)";
 pub struct TrainConfig {
     /// Seeds weights of new adapters, sampling, shuffling and dropout.
     pub seed: u64,
-    /// Upper bound on padded tokens (sequences × longest) per micro-batch; gradients are
-    /// accumulated over micro-batches, so memory follows this, not the batch or dataset size.
+    /// Upper bound on tokens per micro-batch, its sequences packed end to end with no padding
+    /// (attention kept within each); gradients are accumulated over micro-batches, so memory
+    /// follows this, not the batch or dataset size.
     /// `null`: the largest that fits the device's memory, from the run's plan
     /// ([`crate::plan`]).
     pub micro_batch_tokens: Option<usize>,
