@@ -79,7 +79,8 @@ fn batches_of(max_messages: usize) -> DrainOptions {
     }
 }
 
-/// The composed application of every function.
+/// The composed application of every function. Starts the gateway's call recorder, so it
+/// runs inside a Tokio runtime.
 pub fn application(
     stores: &Stores,
     auth: Auth,
@@ -107,6 +108,12 @@ pub fn application(
             agentrl_learning::Outlets::of(stores),
         )),
         agentrl_training::service(training),
+        agentrl_gateway::service(agentrl_gateway::GatewayState::new(
+            stores.table.clone(),
+            stores.objects.clone(),
+            stores.queue.clone(),
+            agentrl_gateway::Upstream::from_env(),
+        )),
     ];
     app(
         services,

@@ -7,6 +7,7 @@ mod budgets;
 mod concurrency;
 mod evaluations;
 mod faults;
+mod gateway;
 mod helpers;
 mod idempotency;
 mod isolation;

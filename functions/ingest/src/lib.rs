@@ -7,7 +7,6 @@
 //! `agentrl serve` over the embedded queue.
 
 mod config;
-mod envelope;
 mod ledger;
 mod paths;
 mod routes;
@@ -28,8 +27,8 @@ use axum::{
 };
 use utoipa::OpenApi;
 
+pub use agentrl_core::envelope::Envelope;
 pub use config::IngestConfig;
-pub use envelope::Envelope;
 pub use paths::object_path;
 pub use worker::Ingest;
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentrl_core::{FieldError, TenantId, kpi::KpiCounts, trajectory::Trajectory};
+use agentrl_core::{FieldError, TenantId, trajectory::Trajectory};
 use agentrl_http::kpis::KpiLedger;
 use agentrl_store::{
     StoreError,
@@ -39,21 +39,13 @@ pub(crate) async fn submit(
     trajectory: Trajectory,
 ) -> Result<String, SubmitError> {
     trajectory.validate()?;
-    let counts = KpiCounts {
-        trajectories: 1,
-        trajectories_with_tools: u64::from(trajectory.turns.iter().any(|t| t.tool_call.is_some())),
-        trajectories_succeeded: u64::from(
-            trajectory.final_outcome.as_ref().is_some_and(|o| o.success),
-        ),
-        ..KpiCounts::default()
-    };
     let received_at_ms = now_ms();
-    let envelope = Envelope {
-        version: agentrl_core::envelope::ENVELOPE_VERSION,
-        tenant: tenant.as_str().to_owned(),
-        received_at_ms: i64::try_from(received_at_ms).unwrap_or(i64::MAX),
+    let envelope = Envelope::new(
+        tenant.as_str(),
+        i64::try_from(received_at_ms).unwrap_or(i64::MAX),
         trajectory,
-    };
+    );
+    let counts = envelope.counts();
     let body = serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
     let id = queue.send(&body).await?;
     kpis.record(tenant, received_at_ms, &counts).await;

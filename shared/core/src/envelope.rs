@@ -9,7 +9,9 @@
 //! | 0 (no `version` field) | the envelope before versions | upgraded: the same fields |
 //! | 1 | `{version: 1, …}` | current |
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use crate::trajectory::Trajectory;
 
 /// The version writers stamp.
 pub const ENVELOPE_VERSION: u32 = 1;
@@ -31,6 +33,50 @@ pub fn check_version(body: &str) -> Result<(), String> {
              {ENVELOPE_VERSION}"
         )),
         _ => Ok(()),
+    }
+}
+
+/// A trajectory on the work queue. The tenant is set from the caller's identity by whoever
+/// accepted it (the trajectories API, the gateway); producers that write to the queue
+/// directly are trusted by the queue's access policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Envelope {
+    /// The envelope version; absent in version-0 messages.
+    #[serde(default)]
+    pub version: u32,
+    /// The tenant (as authenticated, not yet pseudonymised).
+    pub tenant: String,
+    /// When the trajectory was accepted (epoch ms): its date partition, stable across
+    /// redeliveries.
+    pub received_at_ms: i64,
+    /// The trajectory as posted.
+    pub trajectory: Trajectory,
+}
+
+impl Envelope {
+    /// What accepting the trajectory counts: one trajectory, with tools or not, succeeded or
+    /// not.
+    #[must_use]
+    pub fn counts(&self) -> crate::kpi::KpiCounts {
+        let t = &self.trajectory;
+        crate::kpi::KpiCounts {
+            trajectories: 1,
+            trajectories_with_tools: u64::from(t.turns.iter().any(|t| t.tool_call.is_some())),
+            trajectories_succeeded: u64::from(t.final_outcome.as_ref().is_some_and(|o| o.success)),
+            ..crate::kpi::KpiCounts::default()
+        }
+    }
+
+    /// `trajectory` of `tenant`, accepted at `received_at_ms`, at the current version.
+    #[must_use]
+    pub fn new(tenant: &str, received_at_ms: i64, trajectory: Trajectory) -> Self {
+        Self {
+            version: ENVELOPE_VERSION,
+            tenant: tenant.to_owned(),
+            received_at_ms,
+            trajectory,
+        }
     }
 }
 

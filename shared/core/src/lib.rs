@@ -11,6 +11,7 @@ pub mod calendar;
 pub mod dataset;
 pub mod envelope;
 mod field_error;
+pub mod gateway;
 pub mod judge;
 pub mod kpi;
 pub mod learning;

@@ -282,7 +282,7 @@ impl JudgeConfig {
 /// deployment's own network (instance metadata, private services) by address or over plain
 /// HTTP, and `/chat/completions` must stay the end of its path (no query or fragment to
 /// swallow it). [`BASE_URL_PATTERN`] is the whole rule, besides the length.
-fn check_base_url(url: &str) -> Result<(), String> {
+pub fn check_base_url(url: &str) -> Result<(), String> {
     if url.chars().count() > MAX_BASE_URL_CHARS {
         return Err(format!("must be at most {MAX_BASE_URL_CHARS} characters"));
     }

@@ -11,7 +11,7 @@ mod rubric;
 
 pub use config::{
     BASE_URL_PATTERN, Fallback, GateThresholds, JudgeConfig, MAX_BASE_URL_CHARS, MAX_MODEL_CHARS,
-    MAX_PRICED_MODELS, Price,
+    MAX_PRICED_MODELS, Price, check_base_url,
 };
 pub use cost::Usage;
 pub use evaluation::{

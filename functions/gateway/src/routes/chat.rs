@@ -1,0 +1,299 @@
+//! `POST /gateway/{agent_id}/v1/chat/completions` (session in `x-agentrl-session`, or one
+//! per call) and `POST /gateway/{agent_id}/sessions/{session_id}/v1/chat/completions`.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use agentrl_core::TenantId;
+use agentrl_core::gateway::{CallRecord, StreamRecorder, served_name};
+use agentrl_http::Tenant;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{SESSION_HEADER, VERSION_HEADER, now_ms, session_id};
+use crate::GatewayState;
+use crate::sessions::{self, Recorder, Session};
+use crate::upstream::GatewayError;
+
+/// An OpenAI Chat Completions request: the fields the gateway reads, and every other field
+/// (`tools`, `tool_choice`, `n`, `logprobs`, `stop`, `max_completion_tokens`,
+/// `reasoning_effort`…) passed to the upstream as sent.
+#[derive(Debug, Deserialize, Serialize, utoipa::ToSchema)]
+pub(crate) struct ChatRequest {
+    /// The conversation, as OpenAI defines messages.
+    #[schema(value_type = Vec<Object>)]
+    messages: Vec<Value>,
+    /// Replaced by the session's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    /// Server-sent events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    /// The rest of the request.
+    #[serde(flatten)]
+    #[schema(ignore)]
+    rest: serde_json::Map<String, Value>,
+}
+
+/// A chat completion through the gateway: the body goes to the session's version unchanged
+/// but for `model`, and comes back unchanged; the call is recorded behind the answer.
+#[utoipa::path(post, path = "/gateway/{agent_id}/v1/chat/completions", tag = "gateway",
+    params(
+        ("agent_id" = String, Path, description = "The agent"),
+        ("x-agentrl-session" = Option<String>, Header, description = "The session (absent: a new one per call, returned in the same header)"),
+    ),
+    request_body(content = ChatRequest, description = "An OpenAI Chat Completions request; `model` is replaced by the session's"),
+    responses(
+        (status = 200, description = "The upstream's answer (JSON, or `text/event-stream` with `stream: true`); headers `x-agentrl-session` and `x-agentrl-version`"),
+        (status = 400, description = "Not a chat completions request", content_type = "application/problem+json"),
+        (status = 404, description = "No such agent for this tenant", content_type = "application/problem+json"),
+        (status = 409, description = "The session has ended", content_type = "application/problem+json"),
+        (status = 502, description = "The upstream failed or answered malformed JSON", content_type = "application/problem+json"),
+        (status = 504, description = "The upstream did not answer in time", content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn chat(
+    State(state): State<GatewayState>,
+    Tenant(tenant): Tenant,
+    Path(agent_id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let session = headers
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("\u{0}").to_owned());
+    respond(state, tenant, agent_id, session, body).await
+}
+
+/// [`chat`] with the session in the path, for clients that cannot set headers.
+#[utoipa::path(post, path = "/gateway/{agent_id}/sessions/{session_id}/v1/chat/completions", tag = "gateway",
+    params(
+        ("agent_id" = String, Path, description = "The agent"),
+        ("session_id" = String, Path, description = "The session"),
+    ),
+    request_body(content = ChatRequest, description = "An OpenAI Chat Completions request"),
+    responses(
+        (status = 200, description = "The upstream's answer"),
+        (status = 400, description = "Not a chat completions request", content_type = "application/problem+json"),
+        (status = 404, description = "No such agent for this tenant", content_type = "application/problem+json"),
+        (status = 409, description = "The session has ended", content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn chat_in_session(
+    State(state): State<GatewayState>,
+    Tenant(tenant): Tenant,
+    Path((agent_id, session)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    respond(state, tenant, agent_id, Some(session), body).await
+}
+
+async fn respond(
+    state: GatewayState,
+    tenant: TenantId,
+    agent_id: String,
+    session: Option<String>,
+    body: Bytes,
+) -> Response {
+    match call(state, tenant, agent_id, session, body).await {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+async fn call(
+    state: GatewayState,
+    tenant: TenantId,
+    agent_id: String,
+    session: Option<String>,
+    body: Bytes,
+) -> Result<Response, Response> {
+    let fail = IntoResponse::into_response;
+    let mut request: ChatRequest = serde_json::from_slice(&body).map_err(|e| {
+        let field = if e.to_string().contains("messages") {
+            "messages"
+        } else {
+            "body"
+        };
+        fail(GatewayError::invalid(
+            field,
+            format!("not a chat completions request: {e}"),
+        ))
+    })?;
+    let stream = request.stream.unwrap_or(false);
+    let session = session_id(session).map_err(fail)?;
+    let table = state.table.as_ref();
+    let agent = sessions::agent(table, &tenant, &agent_id)
+        .await
+        .map_err(|e| fail(GatewayError::from(e)))?
+        .ok_or_else(|| {
+            fail(GatewayError::new(
+                StatusCode::NOT_FOUND,
+                "no such agent",
+                "not_found",
+            ))
+        })?;
+    let pinned = sessions::pin(table, &tenant, &agent_id, &session, || {
+        let version = agent.route(&tenant, &session);
+        Session {
+            served_model: served_name(&agent_id, version.as_deref(), &agent.model.name),
+            version,
+            created_at_ms: now_ms(),
+            ended: None,
+        }
+    })
+    .await
+    .map_err(|e| fail(GatewayError::from(e)))?;
+    if pinned.ended.is_some() {
+        return Err(fail(GatewayError::new(
+            StatusCode::CONFLICT,
+            format!("session {session} has ended: start another"),
+            "session_ended",
+        )));
+    }
+    let config = state
+        .configs
+        .get(&tenant)
+        .await
+        .map_err(|e| fail(GatewayError::from(e)))?;
+    request.model = Some(pinned.served_model.clone());
+    if config.token_ids {
+        request
+            .rest
+            .insert("return_token_ids".into(), Value::Bool(true));
+        request.rest.entry("logprobs").or_insert(Value::Bool(true));
+    }
+    let tools = match request.rest.get("tools") {
+        Some(Value::Array(tools)) => tools.clone(),
+        _ => Vec::new(),
+    };
+    let record = CallRecord::new(
+        uuid::Uuid::now_v7().to_string(),
+        pinned.served_model.clone(),
+        pinned.version.clone(),
+        request.messages.clone(),
+        tools,
+    );
+    let upstream = state
+        .upstream
+        .post(&config, "/chat/completions")
+        .map_err(fail)?
+        .json(&request)
+        .send()
+        .await
+        .map_err(|e| fail(GatewayError::transport(&e)))?;
+    let status = upstream.status();
+    if !status.is_success() {
+        let retry_after = upstream.headers().get(header::RETRY_AFTER).cloned();
+        let body = upstream.bytes().await.unwrap_or_default();
+        return Err(fail(GatewayError::upstream(status, retry_after, &body)));
+    }
+    let prefix = sessions::calls_prefix(&tenant, &agent_id, &session);
+    let mut response = if stream {
+        let recording = Recording {
+            inner: Box::pin(upstream.bytes_stream()),
+            recorder: Some((state.recorder.clone(), prefix, StreamRecorder::new(record))),
+            pending: Vec::new(),
+        };
+        let mut r = Response::new(Body::from_stream(recording));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        r
+    } else {
+        let body = upstream
+            .bytes()
+            .await
+            .map_err(|e| fail(GatewayError::transport(&e)))?;
+        let answer: Value = serde_json::from_slice(&body).map_err(|e| {
+            fail(GatewayError::new(
+                StatusCode::BAD_GATEWAY,
+                format!("the upstream answered malformed JSON: {e}"),
+                "upstream_malformed",
+            ))
+        })?;
+        let mut record = record;
+        record.complete(&answer, now_ms());
+        state.recorder.record(&prefix, &record);
+        let mut r = Response::new(Body::from(body));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    };
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&session) {
+        headers.insert(SESSION_HEADER, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&pinned.served_model) {
+        headers.insert(VERSION_HEADER, v);
+    }
+    Ok(response)
+}
+
+/// The upstream's event stream passed through chunk by chunk as it arrives, its `data:`
+/// payloads fed to a [`StreamRecorder`] on the way; the record is queued when the stream ends
+/// or, cut short (the client went away, the upstream failed), when it is dropped: then it is
+/// marked truncated.
+struct Recording {
+    inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    recorder: Option<(Recorder, String, StreamRecorder)>,
+    /// The bytes of a line not yet complete.
+    pending: Vec<u8>,
+}
+
+impl Recording {
+    fn feed(&mut self, bytes: &[u8]) {
+        let Some((.., rec)) = self.recorder.as_mut() else {
+            return;
+        };
+        self.pending.extend_from_slice(bytes);
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let Some(data) = line.strip_prefix(b"data:") else {
+                continue;
+            };
+            let data = data.trim_ascii();
+            if data == b"[DONE]" {
+                rec.done();
+            } else if let Ok(chunk) = serde_json::from_slice::<Value>(data) {
+                rec.feed(&chunk);
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some((recorder, prefix, rec)) = self.recorder.take() {
+            recorder.record(&prefix, &rec.finish(now_ms()));
+        }
+    }
+}
+
+impl Stream for Recording {
+    type Item = reqwest::Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.inner.as_mut().poll_next(cx);
+        match &next {
+            Poll::Ready(Some(Ok(bytes))) => {
+                let bytes = bytes.clone();
+                self.feed(&bytes);
+            }
+            Poll::Ready(None | Some(Err(_))) => self.finish(),
+            Poll::Pending => {}
+        }
+        next
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

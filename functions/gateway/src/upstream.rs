@@ -1,0 +1,196 @@
+//! The OpenAI-compatible server a tenant's calls go to, and how its failures reach the
+//! caller: as the OpenAI error object an SDK understands, with the problem+json fields
+//! beside it.
+
+use std::time::Duration;
+
+use agentrl_core::gateway::GatewayConfig;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// Where calls go when a tenant names no upstream, and the key that goes only there.
+#[derive(Clone)]
+pub struct Upstream {
+    client: reqwest::Client,
+    deployment: Option<(String, Option<String>)>,
+}
+
+impl Upstream {
+    /// The deployment's upstream `base_url` (its key with it), if it has one.
+    ///
+    /// # Panics
+    /// When the TLS backend cannot start (no usable crypto provider).
+    #[must_use]
+    pub fn new(base_url: Option<String>, api_key: Option<String>) -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            // A redirect could take the call, and the deployment's key, somewhere else.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("the HTTP client starts");
+        Self {
+            client,
+            deployment: base_url.map(|u| (u.trim_end_matches('/').to_owned(), api_key)),
+        }
+    }
+
+    /// [`Upstream::new`] from `AGENTRL_GATEWAY_BASE_URL` and `AGENTRL_GATEWAY_API_KEY`.
+    #[must_use]
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Self::new(
+            var("AGENTRL_GATEWAY_BASE_URL"),
+            var("AGENTRL_GATEWAY_API_KEY"),
+        )
+    }
+
+    /// A request to `path` (`/chat/completions`) of the tenant's upstream: its own URL with no
+    /// key, or the deployment's with the deployment's key.
+    pub(crate) fn post(
+        &self,
+        config: &GatewayConfig,
+        path: &str,
+    ) -> Result<reqwest::RequestBuilder, GatewayError> {
+        let (base, key) = match (config.base_url(), &self.deployment) {
+            (Some(url), _) => (url, None),
+            (None, Some((url, key))) => (url.as_str(), key.as_deref()),
+            (None, None) => {
+                return Err(GatewayError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "no upstream: set base_url with PUT /v1/config/gateway",
+                    "upstream_unavailable",
+                ));
+            }
+        };
+        let request = self
+            .client
+            .post(format!("{base}{path}"))
+            .timeout(Duration::from_millis(config.request_timeout_ms));
+        Ok(match key {
+            Some(key) => request.bearer_auth(key),
+            None => request,
+        })
+    }
+}
+
+/// A failed call, answered as OpenAI answers errors (`{"error": {message, type, code}}`) with
+/// RFC 9457's fields beside it.
+#[derive(Debug)]
+pub(crate) struct GatewayError {
+    status: StatusCode,
+    message: String,
+    code: &'static str,
+    field: Option<String>,
+    retry_after: Option<HeaderValue>,
+}
+
+impl GatewayError {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>, code: &'static str) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            code,
+            field: None,
+            retry_after: None,
+        }
+    }
+
+    pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.into()),
+            ..Self::new(StatusCode::BAD_REQUEST, message, "invalid_request")
+        }
+    }
+
+    /// A transport failure: a timeout is a 504, anything else a 502.
+    pub(crate) fn transport(e: &reqwest::Error) -> Self {
+        if e.is_timeout() {
+            Self::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "the upstream did not answer within request_timeout_ms",
+                "upstream_timeout",
+            )
+        } else {
+            Self::new(
+                StatusCode::BAD_GATEWAY,
+                format!("the upstream could not be reached: {e}"),
+                "upstream_unreachable",
+            )
+        }
+    }
+
+    /// The upstream's own error: its status (429 with its `Retry-After`, 4xx, 5xx) and its
+    /// message when it sent one.
+    pub(crate) fn upstream(
+        status: StatusCode,
+        retry_after: Option<HeaderValue>,
+        body: &[u8],
+    ) -> Self {
+        let said = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| {
+                v.pointer("/error/message")
+                    .or_else(|| v.get("message"))
+                    .or_else(|| v.get("detail"))
+                    .and_then(|m| m.as_str())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned());
+        Self {
+            retry_after,
+            ..Self::new(
+                status,
+                format!("the upstream answered {}: {said}", status.as_u16()),
+                "upstream_error",
+            )
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.status.as_u16() {
+            400 | 404 | 409 | 422 => "invalid_request_error",
+            401 | 403 => "authentication_error",
+            429 => "rate_limit_error",
+            _ => "api_error",
+        }
+    }
+}
+
+impl IntoResponse for GatewayError {
+    fn into_response(self) -> Response {
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        let mut body = json!({
+            "error": {"message": self.message, "type": self.kind(), "code": self.code,
+                      "param": self.field},
+            "type": "about:blank",
+            "title": title,
+            "status": self.status.as_u16(),
+            "detail": self.message,
+        });
+        if let Some(field) = &self.field {
+            body["field"] = json!(field);
+        }
+        let mut response = (self.status, axum::Json(body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let Some(after) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, after);
+        }
+        response
+    }
+}
+
+impl From<agentrl_store::StoreError> for GatewayError {
+    fn from(e: agentrl_store::StoreError) -> Self {
+        tracing::error!(error = %e, "gateway store failure");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the gateway's store failed; the call was not sent",
+            "store_error",
+        )
+    }
+}

@@ -1,0 +1,369 @@
+//! A session's calls become trajectories: the conversation as the agent carried it from call
+//! to call, each reply with the upstream's token ids. A session whose calls asked for `n > 1`
+//! choices becomes a group of `n` trajectories, the `i`-th following choice `i` of every
+//! such call (a call with fewer choices contributes its last).
+//!
+//! Until the turn schema carries several tool calls per turn, a reply with `k` parallel tool
+//! calls is recorded as `k` consecutive assistant turns: the first holds the reply's text and
+//! token ids (which cover every call the model produced), the others one call each.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::record::{CallRecord, ChoiceRecord, RecordedToolCall};
+use crate::FieldError;
+use crate::trajectory::{FinalOutcome, Role, ToolCall, ToolSpec, Trajectory, Turn};
+
+/// The optional body of `POST /gateway/{agent_id}/sessions/{session_id}/end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SessionEnd {
+    /// Whether the session's task succeeded.
+    pub success: Option<bool>,
+    /// Its reward, in [-1, 1] (needs `success`).
+    pub reward: Option<f64>,
+}
+
+impl SessionEnd {
+    /// Checks the reward's range and that it comes with `success`.
+    ///
+    /// # Errors
+    /// The field at fault.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if let Some(r) = self.reward {
+            if !(r.is_finite() && (-1.0..=1.0).contains(&r)) {
+                return Err(FieldError::new("reward", "must be between -1 and 1"));
+            }
+            if self.success.is_none() {
+                return Err(FieldError::new("success", "required with a reward"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The model name a session's calls are served under: `{agent_id}-{version}` once a version
+/// is routed, else the agent's own model.
+#[must_use]
+pub fn served_name(agent_id: &str, version: Option<&str>, model: &str) -> String {
+    version.map_or_else(|| model.to_owned(), |v| format!("{agent_id}-{v}"))
+}
+
+/// What a truncated reply's turn says.
+const TRUNCATED: &str = "truncated: the client disconnected before the reply was complete";
+
+/// The trajectories of session `session_id` of `agent_id`, from its calls in order.
+#[must_use]
+pub fn trajectories(
+    agent_id: &str,
+    session_id: &str,
+    calls: &[CallRecord],
+    end: &SessionEnd,
+) -> Vec<Trajectory> {
+    let width = calls
+        .iter()
+        .map(|c| c.choices.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let truncated = calls.iter().any(|c| c.truncated);
+    (0..width)
+        .map(|i| Trajectory {
+            schema_version: None,
+            trajectory_id: if width == 1 {
+                session_id.to_owned()
+            } else {
+                format!("{session_id}.{i}")
+            },
+            agent_id: agent_id.to_owned(),
+            conversation_id: session_id.to_owned(),
+            user_id: None,
+            group_id: (width > 1).then(|| session_id.to_owned()),
+            policy_version: calls.iter().find_map(|c| c.version.clone()),
+            tools: tools(calls),
+            turns: turns(calls, i),
+            final_outcome: end.success.map(|success| FinalOutcome {
+                success,
+                reward: end.reward,
+                termination_reason: None,
+                truncated,
+            }),
+        })
+        .collect()
+}
+
+/// Every tool the calls declared, by name (the last declaration wins).
+fn tools(calls: &[CallRecord]) -> Vec<ToolSpec> {
+    let mut by_name = BTreeMap::new();
+    for t in calls.iter().flat_map(|c| &c.tools) {
+        let f = t.get("function").unwrap_or(t);
+        if let Some(name) = f.get("name").and_then(Value::as_str) {
+            by_name.insert(
+                name.to_owned(),
+                ToolSpec {
+                    name: name.to_owned(),
+                    description: f
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    parameters: f.get("parameters").cloned(),
+                },
+            );
+        }
+    }
+    by_name.into_values().collect()
+}
+
+/// The turns of the conversation following choice `i`.
+fn turns(calls: &[CallRecord], i: usize) -> Vec<Turn> {
+    let mut turns = Vec::new();
+    // Messages of the conversation already in `turns`: the next call repeats them, then
+    // adds the reply it got and what followed.
+    let mut recorded = 0;
+    for call in calls {
+        let start = if call.messages.len() >= recorded {
+            recorded
+        } else {
+            0
+        };
+        turns.extend(call.messages[start..].iter().flat_map(message_turns));
+        if let Some(choice) = call.choices.get(i).or(call.choices.last()) {
+            turns.extend(reply_turns(call, choice));
+        }
+        recorded = call.messages.len() + 1;
+    }
+    turns
+}
+
+/// A message's text: a string, or its text parts joined (other parts are named in brackets:
+/// the turn table holds text).
+fn text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| match p.get("text").and_then(Value::as_str) {
+                Some(t) => t.to_owned(),
+                None => format!(
+                    "[{}]",
+                    p.get("type").and_then(Value::as_str).unwrap_or("part")
+                ),
+            })
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// The turns of one request message.
+fn message_turns(m: &Value) -> Vec<Turn> {
+    let content = text(m.get("content"));
+    match m.get("role").and_then(Value::as_str).unwrap_or_default() {
+        "system" | "developer" => vec![Turn::text(Role::System, &content)],
+        "assistant" => {
+            let calls: Vec<RecordedToolCall> = m
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    let s = |path: &[&str]| {
+                        path.iter()
+                            .try_fold(t, |v, k| v.get(k))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    RecordedToolCall {
+                        id: s(&["id"]),
+                        name: s(&["function", "name"]),
+                        arguments: s(&["function", "arguments"]),
+                    }
+                })
+                .collect();
+            assistant_turns(content, &calls)
+        }
+        "tool" | "function" => vec![Turn {
+            tool_result: Some(content),
+            ..Turn::text(Role::Tool, "")
+        }],
+        _ => vec![Turn::text(Role::User, &content)],
+    }
+}
+
+/// An assistant message's turns: its text with its first tool call, then one turn per
+/// further call.
+fn assistant_turns(content: String, calls: &[RecordedToolCall]) -> Vec<Turn> {
+    let mut turns = vec![Turn::text(Role::Assistant, &content)];
+    for (k, call) in calls.iter().enumerate() {
+        if k > 0 {
+            turns.push(Turn::text(Role::Assistant, ""));
+        }
+        let turn = turns.last_mut().expect("one turn at least");
+        match serde_json::from_str::<Value>(&call.arguments) {
+            Ok(arguments @ Value::Object(_)) => {
+                turn.tool_call = Some(ToolCall {
+                    name: call.name.clone(),
+                    arguments,
+                });
+            }
+            _ => {
+                turn.tool_call = Some(ToolCall {
+                    name: call.name.clone(),
+                    arguments: Value::Object(serde_json::Map::new()),
+                });
+                turn.error = Some(format!(
+                    "the arguments of tool call {} are not a JSON object: {}",
+                    call.id, call.arguments
+                ));
+            }
+        }
+    }
+    turns
+}
+
+/// A reply's turns, the first with the call's token ids.
+fn reply_turns(call: &CallRecord, choice: &ChoiceRecord) -> Vec<Turn> {
+    let mut turns = assistant_turns(choice.content.clone(), &choice.tool_calls);
+    let first = &mut turns[0];
+    if let Some(ids) = &choice.token_ids {
+        first.prompt_token_ids.clone_from(&call.prompt_token_ids);
+        first.response_token_ids = Some(ids.clone());
+        first.loss_mask = Some(vec![1; ids.len()]);
+        first.behavior_logprobs = choice.logprobs.clone().filter(|l| l.len() == ids.len());
+    }
+    if call.truncated {
+        first.error = Some(match first.error.take() {
+            Some(e) => format!("{TRUNCATED}; {e}"),
+            None => TRUNCATED.to_owned(),
+        });
+    }
+    turns
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(messages: Value, replies: &[(&str, &[u32])]) -> CallRecord {
+        let mut c = CallRecord::new(
+            "c".into(),
+            "a-v1".into(),
+            Some("v1".into()),
+            messages.as_array().unwrap().clone(),
+            vec![
+                json!({"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}),
+            ],
+        );
+        c.prompt_token_ids = Some(vec![1, 2]);
+        c.choices = replies
+            .iter()
+            .enumerate()
+            .map(|(i, (text, ids))| ChoiceRecord {
+                index: i as u32,
+                content: (*text).to_owned(),
+                token_ids: Some(ids.to_vec()),
+                logprobs: Some(vec![-0.5; ids.len()]),
+                ..ChoiceRecord::default()
+            })
+            .collect();
+        c
+    }
+
+    #[test]
+    fn calls_continue_one_conversation_with_each_reply_s_token_ids() {
+        let mut first = call(
+            json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "find x"}]),
+            &[("", &[9, 9])],
+        );
+        first.choices[0].tool_calls = vec![
+            RecordedToolCall {
+                id: "call_1".into(),
+                name: "lookup".into(),
+                arguments: "{\"q\": \"x\"}".into(),
+            },
+            RecordedToolCall {
+                id: "call_2".into(),
+                name: "lookup".into(),
+                arguments: "not json".into(),
+            },
+        ];
+        let second = call(
+            json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "find x"},
+                   {"role": "assistant", "content": null, "tool_calls": []},
+                   {"role": "tool", "tool_call_id": "call_1", "content": "x=1"},
+                   {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "bad"}]}]),
+            &[("x is 1", &[4, 5, 6])],
+        );
+        let end = SessionEnd {
+            success: Some(true),
+            reward: Some(1.0),
+        };
+        let t = trajectories("a", "s1", &[first, second], &end);
+        assert_eq!(t.len(), 1);
+        let t = &t[0];
+        assert_eq!(
+            (t.trajectory_id.as_str(), t.group_id.as_deref()),
+            ("s1", None)
+        );
+        assert_eq!(t.policy_version.as_deref(), Some("v1"));
+        let roles: Vec<Role> = t.turns.iter().map(|t| t.role).collect();
+        use Role::{Assistant as A, System as S, Tool as T, User as U};
+        assert_eq!(roles, [S, U, A, A, T, T, A]);
+        assert_eq!(t.turns[2].response_token_ids, Some(vec![9, 9]));
+        assert_eq!(
+            t.turns[2].tool_call.as_ref().unwrap().arguments,
+            json!({"q": "x"})
+        );
+        assert!(t.turns[3].error.as_ref().unwrap().contains("call_2"));
+        assert_eq!(t.turns[5].tool_result.as_deref(), Some("bad"));
+        assert_eq!(t.turns[6].response_token_ids, Some(vec![4, 5, 6]));
+        assert_eq!(t.turns[6].behavior_logprobs, Some(vec![-0.5; 3]));
+        assert_eq!(t.turns[6].prompt_token_ids, Some(vec![1, 2]));
+        assert_eq!(t.tools.len(), 1);
+        assert_eq!(t.final_outcome.as_ref().unwrap().reward, Some(1.0));
+        assert!(t.validate().is_ok());
+    }
+
+    #[test]
+    fn n_choices_make_a_group_and_a_cut_reply_is_marked() {
+        let mut c = call(
+            json!([{"role": "user", "content": "pick"}]),
+            &[("a", &[1]), ("b", &[2])],
+        );
+        c.truncated = true;
+        let t = trajectories("a", "s2", &[c], &SessionEnd::default());
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[1].trajectory_id, "s2.1");
+        assert_eq!(t[1].group_id.as_deref(), Some("s2"));
+        assert_eq!(t[1].turns[1].content, "b");
+        assert!(
+            t[0].turns[1]
+                .error
+                .as_ref()
+                .unwrap()
+                .starts_with("truncated")
+        );
+        assert!(t[0].final_outcome.is_none());
+    }
+
+    #[test]
+    fn a_reward_needs_success_and_a_range() {
+        let bad = SessionEnd {
+            success: None,
+            reward: Some(0.5),
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "success");
+        let bad = SessionEnd {
+            success: Some(true),
+            reward: Some(2.0),
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "reward");
+        assert_eq!(served_name("a", Some("v3"), "qwen"), "a-v3");
+        assert_eq!(served_name("a", None, "qwen"), "qwen");
+    }
+}
