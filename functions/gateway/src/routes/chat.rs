@@ -54,6 +54,7 @@ pub(crate) struct ChatRequest {
         (status = 404, description = "No such agent for this tenant", content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", content_type = "application/problem+json"),
         (status = 502, description = "The upstream failed or answered malformed JSON", content_type = "application/problem+json"),
+        (status = 503, description = "No upstream is configured", content_type = "application/problem+json"),
         (status = 504, description = "The upstream did not answer in time", content_type = "application/problem+json"),
     ))]
 pub(crate) async fn chat(
@@ -81,6 +82,9 @@ pub(crate) async fn chat(
         (status = 400, description = "Not a chat completions request", content_type = "application/problem+json"),
         (status = 404, description = "No such agent for this tenant", content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", content_type = "application/problem+json"),
+        (status = 502, description = "The upstream failed or answered malformed JSON", content_type = "application/problem+json"),
+        (status = 503, description = "No upstream is configured", content_type = "application/problem+json"),
+        (status = 504, description = "The upstream did not answer in time", content_type = "application/problem+json"),
     ))]
 pub(crate) async fn chat_in_session(
     State(state): State<GatewayState>,

@@ -38,6 +38,7 @@ pub(crate) struct EndedView {
         (status = 202, description = "Queued for ingest", body = EndedView),
         (status = 400, description = "Invalid outcome (the field is named)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The session has no answered call", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "The session is larger than one queue message", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A recorded call breaks a trajectory limit (the field is named)", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -78,6 +79,11 @@ pub(crate) async fn end(
     let calls = sessions::calls(state.objects.as_ref(), &prefix)
         .await
         .map_err(|e| ApiError::internal(&e))?;
+    if calls.is_empty() {
+        return Err(ApiError::conflict(
+            "the session has no answered call to record: nothing to end",
+        ));
+    }
     let made = trajectories(&agent_id, &session, &calls, &outcome);
     for t in &made {
         t.validate().map_err(|e| {
