@@ -89,15 +89,9 @@ impl Trainer {
             };
             self.log(self.state.grpo_step, "grpo", &stats, lr, t0, Some(r))?;
             progress.update(self.state.grpo_step, &format!("loss {:.4}", stats.loss));
-            if self.checkpoint_due(self.state.grpo_step) {
-                self.checkpoint()?;
-            }
-            if crate::process::terminating() {
-                return self.stop_now();
-            }
-            if self.should_stop() {
-                self.checkpoint()?;
-                return Ok(Ended::Interrupted);
+            self.checkpoint_if_due(self.state.grpo_step)?;
+            if let Some(ended) = self.interruption()? {
+                return Ok(ended);
             }
         }
         progress.finish();

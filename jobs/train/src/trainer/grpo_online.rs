@@ -128,18 +128,12 @@ impl Trainer {
             {
                 reached = target.is_some_and(|t| self.log_eval(task).is_ok_and(|s| s >= t));
             }
-            if self.checkpoint_due(self.state.grpo_step) {
-                self.checkpoint()?;
-            }
+            self.checkpoint_if_due(self.state.grpo_step)?;
             if reached || self.deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
-            if crate::process::terminating() {
-                return self.stop_now();
-            }
-            if self.should_stop() {
-                self.checkpoint()?;
-                return Ok(Ended::Interrupted);
+            if let Some(ended) = self.interruption()? {
+                return Ok(ended);
             }
         }
         progress.finish();

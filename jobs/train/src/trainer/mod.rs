@@ -255,16 +255,34 @@ impl Trainer {
         self.stop_after.is_some_and(|k| self.steps_here >= k)
     }
 
+    /// The periodic checkpoint after `step`, when one is due.
+    fn checkpoint_if_due(&mut self, step: u64) -> Result<()> {
+        let every = self.config.checkpoint_every;
+        if every > 0 && step.is_multiple_of(every) {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// How a step's loop is interrupted, if it is: SIGTERM ([`Self::stop_now`]), or this
+    /// invocation's step limit (a checkpoint, then [`Ended::Interrupted`]).
+    fn interruption(&mut self) -> Result<Option<Ended>> {
+        if crate::process::terminating() {
+            return self.stop_now();
+        }
+        if self.should_stop() {
+            self.checkpoint()?;
+            return Ok(Some(Ended::Interrupted));
+        }
+        Ok(None)
+    }
+
     fn elapsed(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
 
     fn lr_at(&self, peak: f64, step: u64, total: u64) -> f64 {
         self.config.optimizer.lr(peak, step, total)
-    }
-
-    fn checkpoint_due(&self, step: u64) -> bool {
-        self.config.checkpoint_every > 0 && step.is_multiple_of(self.config.checkpoint_every)
     }
 
     fn update(

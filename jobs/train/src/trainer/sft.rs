@@ -65,15 +65,9 @@ impl Trainer {
             self.state.sft_step += 1;
             self.log(self.state.sft_step, "sft", &stats, lr, t0, None)?;
             progress.update(self.state.sft_step, &format!("loss {:.3}", stats.loss));
-            if self.checkpoint_due(self.state.sft_step) {
-                self.checkpoint()?;
-            }
-            if crate::process::terminating() {
-                return self.stop_now();
-            }
-            if self.should_stop() {
-                self.checkpoint()?;
-                return Ok(Ended::Interrupted);
+            self.checkpoint_if_due(self.state.sft_step)?;
+            if let Some(ended) = self.interruption()? {
+                return Ok(ended);
             }
         }
         progress.finish();
