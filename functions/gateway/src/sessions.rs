@@ -2,8 +2,8 @@
 //! written behind the answers in group commits), and the agents it reads.
 //!
 //! Agents belong to the training function; the gateway reads their records as a view of
-//! the fields it routes on (`model`, `deployed_version`, `canary`), under the training
-//! function's key (`TENANT#agents#all`, the agent id).
+//! the fields it routes on (`model`, `deployed_version`, `canary`), under the registry's
+//! key ([`agentrl_store::keys::agents`], the agent id).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,7 +40,7 @@ pub(crate) async fn agent(
     t: &TenantId,
     id: &str,
 ) -> Result<Option<AgentView>, StoreError> {
-    let key = Key::new(partition(t, "agents", "all"), id);
+    let key = Key::new(agentrl_store::keys::agents(t), id);
     Ok(table
         .get(&key)
         .await?

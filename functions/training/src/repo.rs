@@ -166,12 +166,8 @@ pub(crate) struct VersionRecord {
     pub created_at_ms: u64,
 }
 
-fn agents_pk(t: &TenantId) -> String {
-    partition(t, "agents", "all")
-}
-
 fn agent_key(t: &TenantId, agent: &str) -> Key {
-    Key::new(agents_pk(t), agent)
+    Key::new(agentrl_store::keys::agents(t), agent)
 }
 
 fn run_key(t: &TenantId, run: &str) -> Key {
@@ -300,7 +296,7 @@ impl TrainingRepo {
         let page = self
             .table
             .query(&Query {
-                pk: agents_pk(t),
+                pk: agentrl_store::keys::agents(t),
                 range: SortRange::All,
                 limit,
                 cursor,

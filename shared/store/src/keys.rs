@@ -9,3 +9,9 @@ use agentrl_core::TenantId;
 pub fn partition(tenant: &TenantId, kind: &str, id: &str) -> String {
     format!("{tenant}#{kind}#{id}")
 }
+
+/// The partition of a tenant's agents registry, one item per agent under its id: written by
+/// the training function, read by the gateway.
+pub fn agents(tenant: &TenantId) -> String {
+    partition(tenant, "agents", "all")
+}

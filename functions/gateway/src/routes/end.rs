@@ -94,9 +94,10 @@ pub(crate) async fn end(
             .with_field(e.field)
         })?;
     }
-    let received_at_ms = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+    let received_at_ms = now_ms();
+    let stamp = i64::try_from(received_at_ms).unwrap_or(i64::MAX);
     for t in &made {
-        let envelope = Envelope::new(tenant.as_str(), received_at_ms, t.clone());
+        let envelope = Envelope::new(tenant.as_str(), stamp, t.clone());
         let body = serde_json::to_string(&envelope).map_err(|e| ApiError::internal(&e))?;
         state
             .queue
@@ -105,7 +106,7 @@ pub(crate) async fn end(
             .map_err(ApiError::from_enqueue)?;
         state
             .kpis
-            .record(&tenant, now_ms(), &envelope.counts())
+            .record(&tenant, received_at_ms, &envelope.counts())
             .await;
     }
     let ids: Vec<String> = made.into_iter().map(|t| t.trajectory_id).collect();
