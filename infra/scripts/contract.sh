@@ -41,9 +41,14 @@ bin="${CARGO_TARGET_DIR:-$root/target}/debug/agentrl"
 
 data="$(mktemp -d)"
 key="contract-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-"$bin" serve --addr 127.0.0.1:0 --data-dir "$data" --api-key "contract=$key" 2>"$data/serve.log" &
+# The gateway's chat operations call a model server: a stub one on loopback.
+python3 "$root/infra/scripts/contract_upstream.py" >"$data/upstream.url" &
+upstream=$!
+for _ in $(seq 100); do [[ -s "$data/upstream.url" ]] && break; sleep 0.1; done
+AGENTRL_GATEWAY_BASE_URL="$(head -n1 "$data/upstream.url")" \
+  "$bin" serve --addr 127.0.0.1:0 --data-dir "$data" --api-key "contract=$key" 2>"$data/serve.log" &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data"' EXIT
+trap 'kill "$pid" "$upstream" 2>/dev/null || true; wait "$pid" "$upstream" 2>/dev/null || true; rm -rf "$data"' EXIT
 
 url=""
 for _ in $(seq 100); do

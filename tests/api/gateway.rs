@@ -256,6 +256,19 @@ async fn the_openai_sdk_through_the_gateway_records_sessions_with_token_ids() {
         (200, None),
         "a fresh session: {body}"
     );
+    for (bad, field) in [
+        (json!({"model": "x"}), "messages"),
+        (json!({"messages": [["not", "an object"]]}), "messages[0]"),
+    ] {
+        let (status, body) = s
+            .a("POST", "/gateway/coder-7/v1/chat/completions", Some(&bad))
+            .await;
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (400, Some(field)),
+            "{body}"
+        );
+    }
     let (status, body, _) = s
         .send(
             "POST",

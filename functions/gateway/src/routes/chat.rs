@@ -25,9 +25,9 @@ use crate::upstream::GatewayError;
 /// `reasoning_effort`…) passed to the upstream as sent.
 #[derive(Debug, Deserialize, Serialize, utoipa::ToSchema)]
 pub(crate) struct ChatRequest {
-    /// The conversation, as OpenAI defines messages.
+    /// The conversation, as OpenAI defines messages (each an object).
     #[schema(value_type = Vec<Object>)]
-    messages: Vec<Value>,
+    messages: Vec<serde_json::Map<String, Value>>,
     /// Replaced by the session's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     model: Option<String>,
@@ -115,15 +115,23 @@ async fn call(
     body: Bytes,
 ) -> Result<Response, Response> {
     let fail = IntoResponse::into_response;
-    let mut request: ChatRequest = serde_json::from_slice(&body).map_err(|e| {
-        let field = if e.to_string().contains("messages") {
-            "messages"
-        } else {
-            "body"
+    let parsed = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&body));
+    let mut request: ChatRequest = parsed.map_err(|e| {
+        let path = e.path().to_string();
+        let field = match path.as_str() {
+            "." if e
+                .inner()
+                .to_string()
+                .starts_with("missing field `messages`") =>
+            {
+                "messages".into()
+            }
+            "." => "body".into(),
+            _ => path,
         };
         fail(GatewayError::invalid(
             field,
-            format!("not a chat completions request: {e}"),
+            format!("not a chat completions request: {}", e.inner()),
         ))
     })?;
     let stream = request.stream.unwrap_or(false);
@@ -177,7 +185,12 @@ async fn call(
         uuid::Uuid::now_v7().to_string(),
         pinned.served_model.clone(),
         pinned.version.clone(),
-        request.messages.clone(),
+        request
+            .messages
+            .iter()
+            .cloned()
+            .map(Value::Object)
+            .collect(),
         tools,
     );
     let upstream = state
