@@ -2,7 +2,7 @@
 //! upstream on 127.0.0.1 (token ids and logprobs as vLLM returns them, parallel tool calls,
 //! `n > 1`, streaming, and every failure), the calls recorded, the sessions ended into the
 //! turn table with the upstream's exact token ids, and another tenant's agent and session a
-//! 404.
+//! 404; thinking budgets clamping calls, charged their usage, and a 429 at the ceiling.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -51,7 +51,21 @@ async fn upstream(State(seen): State<Seen>, Json(body): Json<Value>) -> Response
         "malformed" => return (StatusCode::OK, "not json").into_response(),
         _ => {}
     }
+    // "spend N": the reply's usage says N completion tokens.
+    let spent = last
+        .strip_prefix("spend ")
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(2);
+    let usage = json!({"prompt_tokens": 3, "completion_tokens": spent, "total_tokens": 3 + spent});
     if body["stream"] == json!(true) {
+        let usage_chunk = if body["stream_options"]["include_usage"] == json!(true) {
+            format!(
+                "data: {}\n\n",
+                json!({"model": model, "choices": [], "usage": usage})
+            )
+        } else {
+            String::new()
+        };
         let chunk = |c: Value| format!("data: {c}\n\n");
         let sse = [
             chunk(
@@ -64,6 +78,7 @@ async fn upstream(State(seen): State<Seen>, Json(body): Json<Value>) -> Response
                 "token_ids": [12], "logprobs": {"content": [{"token": "lo", "logprob": -0.25}]},
                 "finish_reason": "stop"}]}),
             ),
+            usage_chunk,
             "data: [DONE]\n\n".to_owned(),
         ]
         .concat();
@@ -105,8 +120,7 @@ async fn upstream(State(seen): State<Seen>, Json(body): Json<Value>) -> Response
     };
     Json(
         json!({"id": "c", "object": "chat.completion", "created": 0, "model": model,
-                "prompt_token_ids": [1, 2, 3], "choices": choices,
-                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}),
+                "prompt_token_ids": [1, 2, 3], "choices": choices, "usage": usage}),
     )
     .into_response()
 }
@@ -328,4 +342,114 @@ async fn the_openai_sdk_through_the_gateway_records_sessions_with_token_ids() {
     assert_eq!(rows[1].content, "choice 1");
     assert_eq!(rows[1].response_token_ids, Some(vec![31]));
     assert_eq!(rows[1].group_id.as_deref(), Some("s-group"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_budget_clamps_each_call_is_charged_its_usage_and_refuses_past_its_ceiling() {
+    let s = spawn_stack().await;
+    let (base_url, seen) = start_upstream().await;
+    let agent = json!({"agent_id": "coder-8", "name": "Coder", "type": "coding",
+        "model": {"provider": "self-hosted", "name": "qwen-tiny"}, "base_prompt": "You fix bugs."});
+    assert_eq!(s.a("POST", "/v1/agents", Some(&agent)).await.0, 201);
+    let config = json!({"base_url": base_url, "request_timeout_ms": 1000});
+    assert_eq!(s.a("PUT", "/v1/config/gateway", Some(&config)).await.0, 200);
+    // A trivial budget: 500 tokens allocated, a ceiling of 1,000.
+    let new = json!({"task_id": "t-1", "task": {"description": "rename a variable"},
+        "complexity": "trivial"});
+    let (status, created) = s.a("POST", "/v1/budgets", Some(&new)).await;
+    assert_eq!(status, 201, "{created}");
+    let budget = created["budget_id"].as_str().unwrap().to_owned();
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/api/python/gateway_budget.py");
+    let gateway = format!("{}/gateway/coder-8/v1", s.base);
+    let (key, id) = (s.key_a.clone(), budget.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(agentrl_testkit::venv_python())
+            .args([script, &gateway, &key, &id])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sdk: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    // The first call asked for 5,000 tokens and went with the ceiling's 1,000; it spent 400,
+    // inside the allocation. The second (the session's budget, no header) went with the 600
+    // left and spent 400: past the allocation. The stream went with 200 and was charged the
+    // usage it was asked for, a chunk its client never saw.
+    assert_eq!(
+        sdk["first"],
+        json!({"action": "CONTINUE", "remaining": "100"})
+    );
+    assert_eq!(
+        sdk["second"],
+        json!({"action": "EXHAUSTED", "remaining": "0"})
+    );
+    assert_eq!(sdk["stream"], json!({"text": "Hello", "usage_chunks": 0}));
+    let sent: Vec<Value> = seen.lock().unwrap().clone();
+    assert_eq!(sent[0]["max_tokens"], 1000);
+    assert_eq!(sent[1]["max_completion_tokens"], 600);
+    assert_eq!(sent[2]["max_completion_tokens"], 200);
+    assert_eq!(sent[2]["stream_options"]["include_usage"], true);
+    assert_eq!(
+        sdk["consumed"], 1000,
+        "the stream's usage is charged when it ends"
+    );
+
+    // Past the ceiling: a 429 naming the budget that the SDK does not retry (it would have
+    // three times), and the upstream never asked.
+    let refused = &sdk["refused"];
+    assert_eq!(refused["status"], 429, "{refused}");
+    assert_eq!(refused["code"], "budget_exhausted");
+    assert_eq!(refused["param"], "x-agentrl-budget");
+    assert_eq!(refused["retry"], "false");
+    assert!(refused["message"].as_str().unwrap().contains(&budget));
+    assert_eq!(sent.len(), 3, "refused calls never reach the upstream");
+
+    // The loop limit's hand-over reaches the caller the same way.
+    let (_, looping) = s.a("POST", "/v1/budgets", Some(&new)).await;
+    let looping = looping["budget_id"].as_str().unwrap().to_owned();
+    for i in 0..3 {
+        let report = json!({"report_id": format!("loop-{i}"), "tokens": 1, "loop_completed": true});
+        let path = format!("/v1/budgets/{looping}/consumption");
+        assert_eq!(s.a("POST", &path, Some(&report)).await.0, 200);
+    }
+    let call = |budget: String, key: String| {
+        reqwest::Client::new()
+            .post(format!("{}/gateway/coder-8/v1/chat/completions", s.base))
+            .bearer_auth(key)
+            .header("x-agentrl-budget", budget)
+            .json(&json!({"messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+    };
+    let response = call(looping, s.key_a.clone()).await.unwrap();
+    assert_eq!(response.status(), 429);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "escalate_to_human", "{body}");
+
+    // Another tenant's budget does not exist for this one.
+    let (status, body, _) = s
+        .send(
+            "POST",
+            "/gateway/coder-8/v1/chat/completions",
+            Some(&s.key_a),
+            Some(&json!({"messages": [{"role": "user", "content": "hi"}]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let other = json!({"task_id": "t-2", "task": {"description": "x"}, "complexity": "trivial"});
+    let (status, theirs, _) = s
+        .send("POST", "/v1/budgets", Some(&s.key_b), Some(&other))
+        .await;
+    assert_eq!(status, 201);
+    let theirs = theirs["budget_id"].as_str().unwrap().to_owned();
+    let response = call(theirs, s.key_a.clone()).await.unwrap();
+    assert_eq!(response.status(), 404);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["field"], "x-agentrl-budget");
 }

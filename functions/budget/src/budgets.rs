@@ -46,15 +46,20 @@ pub(crate) enum ReadError {
 
 /// Why a report was not applied.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ReportError {
+pub enum ReportError {
+    /// The tenant has no such budget.
     #[error("no such budget")]
     NotFound,
+    /// The budget is completed or handed to a human.
     #[error("the budget is {0:?} and takes no more reports")]
     Closed(Status),
+    /// The report id was counted with another body.
     #[error("report_id was already used with a different body")]
     ReportReused,
+    /// Other reports kept winning the budget.
     #[error("too many concurrent reports on this budget")]
     Contended,
+    /// The table failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -6,6 +6,7 @@
 //! Lambda and `agentrl serve` runs them locally.
 
 mod budgets;
+mod ledger;
 mod repo;
 mod routes;
 mod wire;
@@ -22,6 +23,8 @@ use axum::{
 };
 use utoipa::OpenApi;
 
+pub use budgets::ReportError;
+pub use ledger::Ledger;
 pub use repo::BudgetRepo;
 
 /// What the handlers need.

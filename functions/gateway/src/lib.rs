@@ -1,9 +1,11 @@
 //! The gateway: one OpenAI-compatible URL per agent. Each session is routed to its model
 //! version (the canary rule, keyed by the session, pinned at its first call), the call goes
 //! to the tenant's upstream unchanged but for `model` (and a request for token ids and
-//! logprobs), the answer comes back unchanged, and the call is recorded behind it. Ending a
-//! session turns its calls into trajectories on the ingest path. See `docs/gateway.md`.
+//! logprobs, and a completion limit when a thinking budget governs it), the answer comes
+//! back unchanged, and the call is recorded behind it. Ending a session turns its calls into
+//! trajectories on the ingest path. See `docs/gateway.md`.
 
+mod budget;
 mod routes;
 mod sessions;
 mod upstream;
@@ -34,6 +36,7 @@ pub struct GatewayState {
     upstream: Upstream,
     recorder: Recorder,
     kpis: KpiLedger,
+    ledger: agentrl_budget::Ledger,
 }
 
 impl GatewayState {
@@ -50,6 +53,7 @@ impl GatewayState {
         Self {
             configs: TenantConfig::new(table.clone(), "gateway"),
             kpis: KpiLedger::new(table.clone()),
+            ledger: agentrl_budget::Ledger::new(table.clone()),
             recorder: Recorder::start(objects.clone()),
             table,
             objects,

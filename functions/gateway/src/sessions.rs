@@ -67,6 +67,9 @@ pub(crate) struct Session {
     pub version: Option<String>,
     pub served_model: String,
     pub created_at_ms: u64,
+    /// The thinking budget its first call named: later calls that name none go under it.
+    #[serde(default)]
+    pub budget: Option<String>,
     /// Set when it ended: the trajectories it became.
     #[serde(default)]
     pub ended: Option<Vec<String>>,

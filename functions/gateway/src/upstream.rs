@@ -83,6 +83,9 @@ pub(crate) struct GatewayError {
     code: &'static str,
     field: Option<String>,
     retry_after: Option<HeaderValue>,
+    /// Asking again cannot help (a spent budget): OpenAI's SDKs read `x-should-retry: false`
+    /// and do not retry a 429 that carries it.
+    final_answer: bool,
 }
 
 impl GatewayError {
@@ -93,14 +96,24 @@ impl GatewayError {
             code,
             field: None,
             retry_after: None,
+            final_answer: false,
         }
     }
 
+    /// The same error, naming the request field (or header) at fault.
+    pub(crate) fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// The same error, marked as one a retry cannot change.
+    pub(crate) fn final_answer(mut self) -> Self {
+        self.final_answer = true;
+        self
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            field: Some(field.into()),
-            ..Self::new(StatusCode::BAD_REQUEST, message, "invalid_request")
-        }
+        Self::new(StatusCode::BAD_REQUEST, message, "invalid_request").with_field(field)
     }
 
     /// A transport failure: a timeout is a 504, anything else a 502.
@@ -179,6 +192,9 @@ impl IntoResponse for GatewayError {
         );
         if let Some(after) = self.retry_after {
             headers.insert(header::RETRY_AFTER, after);
+        }
+        if self.final_answer {
+            headers.insert("x-should-retry", HeaderValue::from_static("false"));
         }
         response
     }

@@ -6,6 +6,7 @@ use std::task::{Context, Poll};
 
 use agentrl_core::TenantId;
 use agentrl_core::gateway::{CallRecord, StreamRecorder, served_name};
+use agentrl_core::trajectory::check_id;
 use agentrl_http::Tenant;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 use super::{SESSION_HEADER, VERSION_HEADER, now_ms, session_id};
 use crate::GatewayState;
+use crate::budget::{self, BUDGET_HEADER};
 use crate::sessions::{self, Recorder, Session};
 use crate::upstream::GatewayError;
 
@@ -46,13 +48,15 @@ pub(crate) struct ChatRequest {
     params(
         ("agent_id" = String, Path, description = "The agent"),
         ("x-agentrl-session" = Option<String>, Header, description = "The session (absent: a new one per call, returned in the same header)"),
+        ("x-agentrl-budget" = Option<String>, Header, description = "A thinking budget (`POST /v1/budgets`) the call goes under; absent: the one the session's first call named, if any"),
     ),
     request_body(content = ChatRequest, description = "An OpenAI Chat Completions request; `model` is replaced by the session's"),
     responses(
-        (status = 200, description = "The upstream's answer (JSON, or `text/event-stream` with `stream: true`); headers `x-agentrl-session` and `x-agentrl-version`"),
+        (status = 200, description = "The upstream's answer (JSON, or `text/event-stream` with `stream: true`); headers `x-agentrl-session` and `x-agentrl-version`, and under a budget `x-agentrl-budget-action` and `x-agentrl-budget-remaining` (JSON answers)"),
         (status = 400, description = "Not a chat completions request", content_type = "application/problem+json"),
-        (status = 404, description = "No such agent for this tenant", content_type = "application/problem+json"),
+        (status = 404, description = "No such agent, or no such budget, for this tenant", content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", content_type = "application/problem+json"),
+        (status = 429, description = "The budget allows no more (`budget_exhausted`, `escalate_to_human`, `budget_completed`), or the upstream's own 429 with its `Retry-After`", content_type = "application/problem+json"),
         (status = 502, description = "The upstream failed or answered malformed JSON", content_type = "application/problem+json"),
         (status = 503, description = "No upstream is configured", content_type = "application/problem+json"),
         (status = 504, description = "The upstream did not answer in time", content_type = "application/problem+json"),
@@ -64,10 +68,8 @@ pub(crate) async fn chat(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let session = headers
-        .get(SESSION_HEADER)
-        .map(|v| v.to_str().unwrap_or("\u{0}").to_owned());
-    respond(state, tenant, agent_id, session, body).await
+    let session = header(&headers, SESSION_HEADER);
+    respond(state, tenant, agent_id, session, &headers, body).await
 }
 
 /// [`chat`] with the session in the path, for clients that cannot set headers.
@@ -75,13 +77,15 @@ pub(crate) async fn chat(
     params(
         ("agent_id" = String, Path, description = "The agent"),
         ("session_id" = String, Path, description = "The session"),
+        ("x-agentrl-budget" = Option<String>, Header, description = "A thinking budget the call goes under"),
     ),
     request_body(content = ChatRequest, description = "An OpenAI Chat Completions request"),
     responses(
         (status = 200, description = "The upstream's answer"),
         (status = 400, description = "Not a chat completions request", content_type = "application/problem+json"),
-        (status = 404, description = "No such agent for this tenant", content_type = "application/problem+json"),
+        (status = 404, description = "No such agent, or no such budget, for this tenant", content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", content_type = "application/problem+json"),
+        (status = 429, description = "The budget allows no more (`budget_exhausted`, `escalate_to_human`, `budget_completed`), or the upstream's own 429 with its `Retry-After`", content_type = "application/problem+json"),
         (status = 502, description = "The upstream failed or answered malformed JSON", content_type = "application/problem+json"),
         (status = 503, description = "No upstream is configured", content_type = "application/problem+json"),
         (status = 504, description = "The upstream did not answer in time", content_type = "application/problem+json"),
@@ -90,9 +94,17 @@ pub(crate) async fn chat_in_session(
     State(state): State<GatewayState>,
     Tenant(tenant): Tenant,
     Path((agent_id, session)): Path<(String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    respond(state, tenant, agent_id, Some(session), body).await
+    respond(state, tenant, agent_id, Some(session), &headers, body).await
+}
+
+/// A header's value; one that is not visible ASCII as a NUL, which no id check passes.
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .map(|v| v.to_str().unwrap_or("\u{0}").to_owned())
 }
 
 async fn respond(
@@ -100,9 +112,11 @@ async fn respond(
     tenant: TenantId,
     agent_id: String,
     session: Option<String>,
+    headers: &HeaderMap,
     body: Bytes,
 ) -> Response {
-    match call(state, tenant, agent_id, session, body).await {
+    let budget = header(headers, BUDGET_HEADER);
+    match call(state, tenant, agent_id, session, budget, body).await {
         Ok(r) | Err(r) => r,
     }
 }
@@ -112,6 +126,7 @@ async fn call(
     tenant: TenantId,
     agent_id: String,
     session: Option<String>,
+    budget: Option<String>,
     body: Bytes,
 ) -> Result<Response, Response> {
     let fail = IntoResponse::into_response;
@@ -136,6 +151,10 @@ async fn call(
     })?;
     let stream = request.stream.unwrap_or(false);
     let session = session_id(session).map_err(fail)?;
+    if let Some(id) = &budget {
+        check_id(BUDGET_HEADER, id)
+            .map_err(|e| fail(GatewayError::invalid(BUDGET_HEADER, e.to_string())))?;
+    }
     let table = state.table.as_ref();
     let agent = sessions::agent(table, &tenant, &agent_id)
         .await
@@ -153,6 +172,7 @@ async fn call(
             served_model: served_name(&agent_id, version.as_deref(), &agent.model.name),
             version,
             created_at_ms: now_ms(),
+            budget: budget.clone(),
             ended: None,
         }
     })
@@ -177,12 +197,40 @@ async fn call(
             .insert("return_token_ids".into(), Value::Bool(true));
         request.rest.entry("logprobs").or_insert(Value::Bool(true));
     }
+    let call_id = uuid::Uuid::now_v7().to_string();
+    let charge = match budget.as_ref().or(pinned.budget.as_ref()) {
+        Some(id) => Some(
+            budget::enforce(&state.ledger, &tenant, id, &call_id, &mut request.rest)
+                .await
+                .map_err(fail)?,
+        ),
+        None => None,
+    };
+    // A streamed answer's usage comes in a last chunk only when asked for; one the client did
+    // not ask for is taken out of its stream.
+    let strip_usage = stream
+        && charge.is_some()
+        && request
+            .rest
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            != Some(true);
+    if strip_usage {
+        let options = request
+            .rest
+            .entry("stream_options")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Value::Object(o) = options {
+            o.insert("include_usage".into(), Value::Bool(true));
+        }
+    }
     let tools = match request.rest.get("tools") {
         Some(Value::Array(tools)) => tools.clone(),
         _ => Vec::new(),
     };
     let record = CallRecord::new(
-        uuid::Uuid::now_v7().to_string(),
+        call_id,
         pinned.served_model.clone(),
         pinned.version.clone(),
         request
@@ -213,6 +261,8 @@ async fn call(
             inner: Box::pin(upstream.bytes_stream()),
             recorder: Some((state.recorder.clone(), prefix, StreamRecorder::new(record))),
             pending: Vec::new(),
+            strip_usage,
+            charge,
         };
         let mut r = Response::new(Body::from_stream(recording));
         r.headers_mut().insert(
@@ -242,6 +292,11 @@ async fn call(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Some(charge) = charge
+            && let Some(decision) = charge.settle(&record).await
+        {
+            budget::headers(r.headers_mut(), &decision);
+        }
         r
     };
     let headers = response.headers_mut();
@@ -257,37 +312,65 @@ async fn call(
 /// The upstream's event stream passed through chunk by chunk as it arrives, its `data:`
 /// payloads fed to a [`StreamRecorder`] on the way; the record is queued when the stream ends
 /// or, cut short (the client went away, the upstream failed), when it is dropped: then it is
-/// marked truncated.
+/// marked truncated. Under a budget the record's usage is charged then, and a usage chunk the
+/// gateway asked for on the client's behalf is left out (whole lines are passed on then).
 struct Recording {
     inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     recorder: Option<(Recorder, String, StreamRecorder)>,
     /// The bytes of a line not yet complete.
     pending: Vec<u8>,
+    strip_usage: bool,
+    charge: Option<budget::Charge>,
+}
+
+/// A chunk that carries only the usage (`choices: []`).
+fn usage_only(chunk: &Value) -> bool {
+    chunk.get("usage").is_some_and(|u| !u.is_null())
+        && chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
 }
 
 impl Recording {
-    fn feed(&mut self, bytes: &[u8]) {
+    /// Feeds the recorder the complete lines in `bytes` (with what was pending); the bytes to
+    /// pass on.
+    fn feed(&mut self, bytes: Bytes) -> Bytes {
         let Some((.., rec)) = self.recorder.as_mut() else {
-            return;
+            return bytes;
         };
-        self.pending.extend_from_slice(bytes);
+        self.pending.extend_from_slice(&bytes);
+        let mut kept = Vec::new();
         while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.pending.drain(..=end).collect();
-            let Some(data) = line.strip_prefix(b"data:") else {
-                continue;
-            };
-            let data = data.trim_ascii();
-            if data == b"[DONE]" {
-                rec.done();
-            } else if let Ok(chunk) = serde_json::from_slice::<Value>(data) {
-                rec.feed(&chunk);
+            let mut keep = true;
+            if let Some(data) = line.strip_prefix(b"data:") {
+                let data = data.trim_ascii();
+                if data == b"[DONE]" {
+                    rec.done();
+                } else if let Ok(chunk) = serde_json::from_slice::<Value>(data) {
+                    rec.feed(&chunk);
+                    keep = !(self.strip_usage && usage_only(&chunk));
+                }
             }
+            if keep && self.strip_usage {
+                kept.extend_from_slice(&line);
+            }
+        }
+        if self.strip_usage {
+            Bytes::from(kept)
+        } else {
+            bytes
         }
     }
 
     fn finish(&mut self) {
         if let Some((recorder, prefix, rec)) = self.recorder.take() {
-            recorder.record(&prefix, &rec.finish(now_ms()));
+            let record = rec.finish(now_ms());
+            recorder.record(&prefix, &record);
+            if let Some(charge) = self.charge.take() {
+                charge.settle_behind(record);
+            }
         }
     }
 }
@@ -296,16 +379,22 @@ impl Stream for Recording {
     type Item = reqwest::Result<Bytes>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let next = self.inner.as_mut().poll_next(cx);
-        match &next {
-            Poll::Ready(Some(Ok(bytes))) => {
-                let bytes = bytes.clone();
-                self.feed(&bytes);
+        loop {
+            match self.inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(bytes))) => {
+                    let out = self.feed(bytes);
+                    // A chunk that was only a usage line (or part of a line) passes nothing.
+                    if !out.is_empty() {
+                        return Poll::Ready(Some(Ok(out)));
+                    }
+                }
+                Poll::Ready(end) => {
+                    self.finish();
+                    return Poll::Ready(end);
+                }
+                Poll::Pending => return Poll::Pending,
             }
-            Poll::Ready(None | Some(Err(_))) => self.finish(),
-            Poll::Pending => {}
         }
-        next
     }
 }
 

@@ -292,6 +292,21 @@ impl Budget {
         }
     }
 
+    /// The completion tokens calls under this budget may still produce (the gateway's clamp):
+    /// what the hard ceiling leaves. The allocation is advice the agent gets back with each
+    /// decision; the ceiling is enforced.
+    ///
+    /// # Errors
+    /// The status that allows no more: `Exhausted` at the ceiling, `HandedToHuman` past the
+    /// loop limit, `Completed`.
+    pub fn allowance(&self) -> Result<u64, Status> {
+        match self.status {
+            Status::Completed | Status::HandedToHuman => Err(self.status),
+            _ if self.consumed_tokens >= self.max_total_tokens => Err(Status::Exhausted),
+            _ => Ok(self.max_total_tokens - self.consumed_tokens),
+        }
+    }
+
     /// Marks the budget completed with `outcome`.
     ///
     /// Completing again with the same outcome is a retry: nothing changes
@@ -366,6 +381,25 @@ mod tests {
         assert_eq!(b.status, Status::Exhausted);
         let again = b.apply(report(10), &cfg, 2).unwrap();
         assert_eq!(again.accepted_tokens, 0);
+    }
+
+    #[test]
+    fn the_allowance_is_what_the_ceiling_leaves_and_none_once_closed() {
+        let (mut b, cfg) = budget(Complexity::Trivial);
+        assert_eq!(b.allowance(), Ok(1_000));
+        b.apply(report(700), &cfg, 1).unwrap();
+        assert_eq!(
+            b.allowance(),
+            Ok(300),
+            "past the allocation, up to the ceiling"
+        );
+        b.apply(report(300), &cfg, 2).unwrap();
+        assert_eq!(b.allowance(), Err(Status::Exhausted));
+        let (mut b, _) = budget(Complexity::Trivial);
+        b.status = Status::HandedToHuman;
+        assert_eq!(b.allowance(), Err(Status::HandedToHuman));
+        b.complete(Outcome::Failure, 3).unwrap();
+        assert_eq!(b.allowance(), Err(Status::Completed));
     }
 
     #[test]
