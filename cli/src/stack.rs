@@ -24,7 +24,7 @@ use agentrl_training::{
 use anyhow::Context;
 use tokio::{net::TcpListener, sync::watch};
 
-/// How often expired items are swept from the embedded store.
+/// How often expired items are swept from the embedded store, and idle gateway sessions ended.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// How often the policy update loop visits the pending agents (the template's schedule).
 const POLICY_EVERY: Duration = Duration::from_secs(15 * 60);
@@ -79,14 +79,14 @@ fn batches_of(max_messages: usize) -> DrainOptions {
     }
 }
 
-/// The composed application of every function. Starts the gateway's call recorder, so it
-/// runs inside a Tokio runtime.
+/// The composed application of every function.
 pub fn application(
     stores: &Stores,
     auth: Auth,
     metrics: Metrics,
     training: TrainingState,
     provider: Arc<Provider>,
+    gateway: agentrl_gateway::GatewayState,
 ) -> axum::Router {
     let services = vec![
         agentrl_budget::service(BudgetState::new(stores.table.clone())),
@@ -108,12 +108,7 @@ pub fn application(
             agentrl_learning::Outlets::of(stores),
         )),
         agentrl_training::service(training),
-        agentrl_gateway::service(agentrl_gateway::GatewayState::new(
-            stores.table.clone(),
-            stores.objects.clone(),
-            stores.queue.clone(),
-            agentrl_gateway::Upstream::from_env(),
-        )),
+        agentrl_gateway::service(gateway),
     ];
     app(
         services,
@@ -210,7 +205,21 @@ pub async fn start(
         pseudonyms.clone(),
     );
     let provider = Arc::new(Provider::from_env());
-    let router = application(&stores, auth, metrics, training.clone(), provider.clone());
+    // Starts the gateway's call recorder on this runtime; the sweeper ends its idle sessions.
+    let gateway = agentrl_gateway::GatewayState::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.queue.clone(),
+        agentrl_gateway::Upstream::from_env(),
+    );
+    let router = application(
+        &stores,
+        auth,
+        metrics,
+        training.clone(),
+        provider.clone(),
+        gateway.clone(),
+    );
     let (stop, mut stopped) = watch::channel(false);
     let runner = local.map(|(jobs, command, storage, logs)| {
         let runner = LocalRunner::new(jobs, command, storage, logs, training.clone());
@@ -286,6 +295,11 @@ pub async fn start(
                 _ = sweep.tick() => {
                     if let Err(e) = stores.sweep_expired().await {
                         tracing::warn!(error = %format!("{e:#}"), "expiry sweep failed");
+                    }
+                    match gateway.end_idle_sessions(agentrl_store::retry::now_ms()).await {
+                        Ok(run) if run.ended + run.closed_empty + run.failed > 0 => tracing::info!(?run, "idle gateway sessions swept"),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "the idle-session sweep could not read the open list"),
                     }
                 }
                 _ = update.tick() => match policy.run_pending().await {

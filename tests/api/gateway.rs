@@ -453,3 +453,69 @@ async fn a_budget_clamps_each_call_is_charged_its_usage_and_refuses_past_its_cei
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["field"], "x-agentrl-budget");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn idle_sessions_end_into_trajectories_after_their_tenants_timeout() {
+    let s = spawn_stack().await;
+    let (base_url, _) = start_upstream().await;
+    let agent = json!({"agent_id": "coder-9", "name": "Coder", "type": "coding",
+        "model": {"provider": "self-hosted", "name": "qwen-tiny"}, "base_prompt": "You fix bugs."});
+    let config = json!({"base_url": base_url, "request_timeout_ms": 1000,
+        "session_idle_seconds": 60});
+    let slower = json!({"base_url": base_url, "session_idle_seconds": 3600});
+    for (key, config) in [(&s.key_a, &config), (&s.key_b, &slower)] {
+        let (status, ..) = s.send("POST", "/v1/agents", Some(key), Some(&agent)).await;
+        assert_eq!(status, 201);
+        let (status, ..) = s
+            .send("PUT", "/v1/config/gateway", Some(key), Some(config))
+            .await;
+        assert_eq!(status, 200);
+    }
+    let stack = &s;
+    let say = |key: &String, session: &str, text: &str| {
+        let (key, path) = (
+            key.clone(),
+            format!("/gateway/coder-9/sessions/{session}/v1/chat/completions"),
+        );
+        let body = json!({"messages": [{"role": "user", "content": text}]});
+        async move { stack.send("POST", &path, Some(&key), Some(&body)).await.0 }
+    };
+    assert_eq!(say(&s.key_a, "s-idle", "hi").await, 200);
+    assert_eq!(say(&s.key_a, "s-failed", "fail-500").await, 500);
+    assert_eq!(say(&s.key_b, "s-idle", "hi").await, 200);
+
+    // The sweep of the deployed schedule, over the same stores, at a later clock.
+    let gateway = agentrl_gateway::GatewayState::new(
+        s.stores.table.clone(),
+        s.stores.objects.clone(),
+        s.stores.queue.clone(),
+        agentrl_gateway::Upstream::new(None, None),
+    );
+    let now = agentrl_store::retry::now_ms();
+    let early = gateway.end_idle_sessions(now + 30_000).await.unwrap();
+    assert_eq!((early.visited, early.ended, early.closed_empty), (3, 0, 0));
+    let swept = gateway.end_idle_sessions(now + 61_000).await.unwrap();
+    assert_eq!(
+        (swept.visited, swept.ended, swept.closed_empty, swept.failed),
+        (3, 1, 1, 0),
+        "tenant-a's sessions are idle past 60 s (one never answered); tenant-b's keeps its hour"
+    );
+    let rows = turns(&s, "s-idle").await;
+    assert_eq!(rows[1].content, "Hello");
+    assert_eq!(rows[1].response_token_ids, Some(vec![11, 12]));
+    assert_eq!(say(&s.key_a, "s-idle", "more").await, 409);
+    let (status, ended) = s
+        .a("POST", "/gateway/coder-9/sessions/s-idle/end", None)
+        .await;
+    assert_eq!(
+        (status, &ended["trajectory_ids"]),
+        (202, &json!(["s-idle"]))
+    );
+    let again = gateway.end_idle_sessions(now + 3_601_000).await.unwrap();
+    assert_eq!(
+        (again.visited, again.ended),
+        (1, 1),
+        "ended sessions leave the open list; tenant-b's ends past its hour"
+    );
+    assert_eq!(say(&s.key_b, "s-idle", "more").await, 409);
+}

@@ -6,6 +6,7 @@
 //! trajectories on the ingest path. See `docs/gateway.md`.
 
 mod budget;
+mod ending;
 mod routes;
 mod sessions;
 mod upstream;
@@ -20,6 +21,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use utoipa::OpenApi;
 
+pub use ending::IdleSweep;
 pub use sessions::Recorder;
 pub use upstream::Upstream;
 

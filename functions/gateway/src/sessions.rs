@@ -1,6 +1,11 @@
 //! Sessions: the version each one is pinned to (table), its calls' records (object store,
 //! written behind the answers in group commits), and the agents it reads.
 //!
+//! Open sessions are also listed in [`OPEN_SHARDS`] system partitions,
+//! `#system#gateway-open#N` (a key that starts with `#` cannot be a tenant's), written with
+//! the session's first call and removed with its end, so the idle sweep finds them without
+//! reading every tenant.
+//!
 //! Agents belong to the training function; the gateway reads their records as a view of
 //! the fields it routes on (`model`, `deployed_version`, `canary`), under the registry's
 //! key ([`agentrl_store::keys::agents`], the agent id).
@@ -14,9 +19,10 @@ use agentrl_core::gateway::CallRecord;
 use agentrl_core::training::{Arm, Canary, bucket};
 use agentrl_store::StoreError;
 use agentrl_store::keys::partition;
-use agentrl_store::ports::{Condition, Key, Objects, Put, Table, encode};
+use agentrl_store::ports::{Condition, Key, Objects, Put, Query, SortRange, Table, Write, encode};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, watch};
 
 /// The fields of an agent the gateway routes on.
@@ -79,6 +85,61 @@ fn session_key(t: &TenantId, agent: &str, session: &str) -> Key {
     Key::new(partition(t, "gateway-session", agent), session)
 }
 
+/// How many system partitions list the open sessions (spreads the writes).
+pub(crate) const OPEN_SHARDS: u8 = 16;
+
+fn open_pk(shard: u8) -> String {
+    format!("#system#gateway-open#{shard}")
+}
+
+/// The open-list entry of a session (its shard from a hash of its names). Tenant, agent and
+/// session ids hold no `#`, so the sort key splits back into them.
+fn open_key(t: &TenantId, agent: &str, session: &str) -> Key {
+    let digest = Sha256::digest(format!("{t}\0{agent}\0{session}").as_bytes());
+    Key::new(
+        open_pk(digest[0] % OPEN_SHARDS),
+        format!("{t}#{agent}#{session}"),
+    )
+}
+
+/// A session on the open list.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenSession {
+    pub tenant: TenantId,
+    pub agent_id: String,
+    pub session_id: String,
+}
+
+/// A page of shard `shard`'s open sessions, and the cursor of the next.
+pub(crate) async fn open(
+    table: &dyn Table,
+    shard: u8,
+    cursor: Option<String>,
+) -> Result<(Vec<OpenSession>, Option<String>), StoreError> {
+    let page = table
+        .query(&Query {
+            pk: open_pk(shard),
+            range: SortRange::All,
+            limit: 1_000,
+            cursor,
+            ascending: true,
+        })
+        .await?;
+    let open = page
+        .items
+        .iter()
+        .filter_map(|item| {
+            let mut parts = item.key.sk.splitn(3, '#');
+            Some(OpenSession {
+                tenant: TenantId::parse(parts.next()?).ok()?,
+                agent_id: parts.next()?.to_owned(),
+                session_id: parts.next()?.to_owned(),
+            })
+        })
+        .collect();
+    Ok((open, page.next))
+}
+
 /// The session, and its item's version.
 pub(crate) async fn read(
     table: &dyn Table,
@@ -105,23 +166,34 @@ pub(crate) async fn pin(
         return Ok(s);
     }
     let s = fresh();
-    let put = Put {
-        key: session_key(t, agent, session),
-        doc: encode(&s)?,
-        expires_at: None,
-        condition: Condition::Absent,
-    };
-    match table.put(put).await {
-        Ok(_) => Ok(s),
-        Err(StoreError::Conflict) => read(table, t, agent, session)
-            .await?
-            .map(|(s, _)| s)
-            .ok_or(StoreError::Conflict),
+    let writes = vec![
+        Write::Put(Put {
+            key: session_key(t, agent, session),
+            doc: encode(&s)?,
+            expires_at: None,
+            condition: Condition::Absent,
+        }),
+        Write::Put(Put {
+            key: open_key(t, agent, session),
+            doc: serde_json::json!({}),
+            expires_at: None,
+            condition: Condition::None,
+        }),
+    ];
+    match table.transact(writes).await {
+        Ok(()) => Ok(s),
+        Err(StoreError::Conflict | StoreError::ConditionFailed { .. }) => {
+            read(table, t, agent, session)
+                .await?
+                .map(|(s, _)| s)
+                .ok_or(StoreError::Conflict)
+        }
         Err(e) => Err(e),
     }
 }
 
-/// Marks the session ended with its trajectories, over the version read.
+/// Marks the session ended with its trajectories, over the version read, and takes it off
+/// the open list.
 pub(crate) async fn end(
     table: &dyn Table,
     t: &TenantId,
@@ -133,14 +205,52 @@ pub(crate) async fn end(
 ) -> Result<(), StoreError> {
     s.ended = Some(trajectories);
     table
-        .put(Put {
-            key: session_key(t, agent, session),
-            doc: encode(&s)?,
-            expires_at: None,
-            condition: Condition::Version(at),
-        })
+        .transact(vec![
+            Write::Put(Put {
+                key: session_key(t, agent, session),
+                doc: encode(&s)?,
+                expires_at: None,
+                condition: Condition::Version(at),
+            }),
+            Write::Delete {
+                key: open_key(t, agent, session),
+                condition: Condition::None,
+            },
+        ])
         .await
-        .map(|_| ())
+}
+
+/// Takes a session that is gone or already ended off the open list.
+pub(crate) async fn unlist(
+    table: &dyn Table,
+    t: &TenantId,
+    agent: &str,
+    session: &str,
+) -> Result<(), StoreError> {
+    table
+        .transact(vec![Write::Delete {
+            key: open_key(t, agent, session),
+            condition: Condition::None,
+        }])
+        .await
+}
+
+/// When the session's last recorded call was answered (epoch ms), read from the call ids
+/// (UUIDv7: their first 48 bits are the time), if it has any.
+pub(crate) async fn last_call_ms(
+    objects: &dyn Objects,
+    prefix: &str,
+) -> Result<Option<u64>, StoreError> {
+    Ok(objects
+        .list(prefix)
+        .await?
+        .iter()
+        .filter_map(|meta| {
+            let name = meta.path.rsplit('/').next()?.strip_suffix(".json")?;
+            let (secs, nanos) = uuid::Uuid::parse_str(name).ok()?.get_timestamp()?.to_unix();
+            Some(secs * 1_000 + u64::from(nanos) / 1_000_000)
+        })
+        .max())
 }
 
 /// Where a session's call records live: one object per call, named by its time-ordered id.

@@ -1,8 +1,7 @@
 //! `POST /gateway/{agent_id}/sessions/{session_id}/end`: the session's calls become
 //! trajectories on the ingest path.
 
-use agentrl_core::envelope::Envelope;
-use agentrl_core::gateway::{SessionEnd, trajectories};
+use agentrl_core::gateway::SessionEnd;
 use agentrl_http::{ApiError, Problem, Tenant};
 use axum::Json;
 use axum::body::Bytes;
@@ -11,9 +10,8 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::now_ms;
 use crate::GatewayState;
-use crate::sessions;
+use crate::ending::{self, EndError};
 
 /// An ended session.
 #[derive(Debug, Serialize, ToSchema)]
@@ -56,62 +54,24 @@ pub(crate) async fn end(
     outcome
         .validate()
         .map_err(|e| ApiError::invalid(e.field, e.reason))?;
-    let table = state.table.as_ref();
-    let (pinned, at) = sessions::read(table, &tenant, &agent_id, &session)
+    let ids = ending::end(&state, &tenant, &agent_id, &session, &outcome)
         .await
-        .map_err(|e| ApiError::internal(&e))?
-        .ok_or_else(|| ApiError::not_found("session"))?;
-    let view = |trajectory_ids| {
-        (
-            StatusCode::ACCEPTED,
-            Json(EndedView {
-                session_id: session.clone(),
-                trajectory_ids,
-                status: "queued",
-            }),
-        )
-    };
-    if let Some(ids) = pinned.ended.clone() {
-        return Ok(view(ids));
-    }
-    state.recorder.flush().await;
-    let prefix = sessions::calls_prefix(&tenant, &agent_id, &session);
-    let calls = sessions::calls(state.objects.as_ref(), &prefix)
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
-    if calls.is_empty() {
-        return Err(ApiError::conflict(
-            "the session has no answered call to record: nothing to end",
-        ));
-    }
-    let made = trajectories(&agent_id, &session, &calls, &outcome);
-    for t in &made {
-        t.validate().map_err(|e| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("trajectory {}: {}", t.trajectory_id, e.reason),
-            )
-            .with_field(e.field)
+        .map_err(|e| match e {
+            EndError::NotFound => ApiError::not_found("session"),
+            EndError::NoCalls => ApiError::conflict(e.to_string()),
+            EndError::Invalid { ref field, .. } => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+                    .with_field(field.clone())
+            }
+            EndError::Enqueue(e) => ApiError::from_enqueue(e),
+            EndError::Store(e) => ApiError::internal(&e),
         })?;
-    }
-    let received_at_ms = now_ms();
-    let stamp = i64::try_from(received_at_ms).unwrap_or(i64::MAX);
-    for t in &made {
-        let envelope = Envelope::new(tenant.as_str(), stamp, t.clone());
-        let body = serde_json::to_string(&envelope).map_err(|e| ApiError::internal(&e))?;
-        state
-            .queue
-            .send(&body)
-            .await
-            .map_err(ApiError::from_enqueue)?;
-        state
-            .kpis
-            .record(&tenant, received_at_ms, &envelope.counts())
-            .await;
-    }
-    let ids: Vec<String> = made.into_iter().map(|t| t.trajectory_id).collect();
-    sessions::end(table, &tenant, &agent_id, &session, pinned, at, ids.clone())
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
-    Ok(view(ids))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(EndedView {
+            session_id: session,
+            trajectory_ids: ids,
+            status: "queued",
+        }),
+    ))
 }
