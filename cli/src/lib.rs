@@ -4,6 +4,7 @@
 pub mod dataset;
 pub mod demo;
 pub mod diff_score;
+pub mod models;
 pub mod replay;
 pub mod secret;
 pub mod serve;

@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use agentrl::{dataset, demo, diff_score, replay, serve};
+use agentrl::{dataset, demo, diff_score, models, replay, serve};
 
 /// agentrl: make AI agents better from their own work.
 #[derive(Parser)]
@@ -46,6 +46,18 @@ enum Command {
         #[command(subcommand)]
         command: BudgetCommand,
     },
+    /// Model versions: copy their adapters to where the upstream loads them.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelsCommand {
+    /// Copy every adapter version of the tenants to the directory the upstream's hosts mount
+    /// as `lora_dir` (`DEST/{tenant}/{agent_id}-{version}/`).
+    Sync(models::SyncArgs),
 }
 
 #[derive(Subcommand)]
@@ -92,6 +104,9 @@ fn main() -> std::process::ExitCode {
             Command::Budget {
                 command: BudgetCommand::Replay(a),
             } => replay::run(&a),
+            Command::Models {
+                command: ModelsCommand::Sync(a),
+            } => models::sync(&a).await,
         }
     });
     match result {

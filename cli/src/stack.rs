@@ -205,13 +205,19 @@ pub async fn start(
         pseudonyms.clone(),
     );
     let provider = Arc::new(Provider::from_env());
-    // Starts the gateway's call recorder on this runtime; the sweeper ends its idle sessions.
-    let gateway = agentrl_gateway::GatewayState::new(
+    // Starts the gateway's call recorder on this runtime; the sweeper ends its idle sessions,
+    // and promotions have it serve versions before they are routed.
+    let mut gateway = agentrl_gateway::GatewayState::new(
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
         agentrl_gateway::Upstream::from_env(),
     );
+    if let Some(dir) = std::env::var_os("AGENTRL_LORA_SYNC_DIR").filter(|d| !d.is_empty()) {
+        gateway = gateway.with_adapter_sync(dir.into());
+    }
+    let training =
+        training.with_model_server(Arc::new(crate::models::GatewayServer(gateway.clone())));
     let router = application(
         &stores,
         auth,

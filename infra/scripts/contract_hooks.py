@@ -162,8 +162,17 @@ def trajectory(body):
                 turn[name] = (turn[name] + [fill] * len(ids))[: len(ids)]
 
 
+def gateway_config(body):
+    # A tenant's upstream must answer for the chat calls after it: the run has one, its stub
+    # (the deployment's upstream, `base_url: null`); a generated host would make every later
+    # call the documented 502 for the tenant's state.
+    if "base_url" in body:
+        body["base_url"] = None
+
+
 REPAIRS = {
     ("POST", "/v1/training-runs"): training_run,
+    ("PUT", "/v1/config/gateway"): gateway_config,
     ("POST", "/v1/events"): events,
     ("PUT", "/v1/config/budgets"): budget_config,
     ("PUT", "/v1/config/trajectories"): trajectory_config,

@@ -7,86 +7,16 @@
 use std::sync::Arc;
 
 use agentrl_core::privacy::{Pseudonymizer, TENANT};
-use agentrl_core::training::{
-    Evaluation, GateCounts, Metrics, ModelSummary, RunOutcome, RunReport, SftCounts, Validation,
-    placement::GpuClass,
-};
-use agentrl_store::Stores;
+use agentrl_core::training::placement::GpuClass;
 use agentrl_training::{
     Launcher, TrainingConsumer, TrainingState,
     launch::{BatchLauncher, BatchSettings},
 };
 use serde_json::{Value, json};
 
-use crate::helpers::{Stack, spawn_with_launcher};
+use crate::helpers::{Stack, spawn_with_launcher, trainer_output};
 
 const SECRET: &[u8] = b"a test secret of enough bytes";
-
-/// What a finished trainer leaves under the run's output prefix (its contract, tested with the
-/// trainer itself in `cli/tests/training.rs`).
-async fn trainer_output(stores: &Stores, output: &str) {
-    let eval = |reward: f64| Evaluation {
-        validation_set: "vs-1".into(),
-        reward,
-        safety_violation_rate: 0.0,
-        trajectories: 12,
-        groups: 4,
-    };
-    let report = RunReport {
-        base_model_sha256: "ab12".into(),
-        dataset_content_hash: "cd34".into(),
-        tokenizer_sha256: "ef56".into(),
-        config: json!({}),
-        model: ModelSummary {
-            architectures: vec!["Qwen2ForCausalLM".into()],
-            hidden_size: 8,
-            num_hidden_layers: 1,
-            vocab_size: 16,
-            trainable_parameters: 300,
-            lora: false,
-        },
-        sft_steps: 0,
-        grpo_steps: 5,
-        sft: SftCounts::default(),
-        final_metrics: Some(Metrics {
-            step: 5,
-            phase: "grpo".into(),
-            loss: 0.1,
-            ..Metrics::default()
-        }),
-        wall_time_s: 1.0,
-        peak_rss_mb: None,
-        device: "Cpu".into(),
-        trainer_version: "0".into(),
-        outcome: RunOutcome::Dataset {
-            gate: GateCounts::default(),
-            validation: Validation {
-                before: Some(eval(0.4)),
-                after: Some(eval(0.7)),
-            },
-        },
-    };
-    for (name, body) in [
-        (
-            "config.json",
-            agentrl_testkit::fixture("training/base-model-config.json")
-                .unwrap()
-                .to_string(),
-        ),
-        ("model.safetensors", "weights".to_owned()),
-        (
-            "metrics.jsonl",
-            "{\"step\":5,\"phase\":\"grpo\",\"loss\":0.1}\n".to_owned(),
-        ),
-        ("run.json", serde_json::to_string(&report).unwrap()),
-    ] {
-        stores
-            .objects
-            .put(&format!("{output}{name}"), body.into())
-            .await
-            .unwrap();
-    }
-}
 
 /// The EventBridge fixture, for the job `job_id` of run `run` now in `status`.
 fn job_state(run: &str, job_id: &str, status: &str) -> Value {
@@ -377,7 +307,12 @@ async fn runs_on_aws_batch() {
     );
     let (_, still) = s.a("GET", &format!("/v1/training-runs/{id}"), None).await;
     assert_eq!(still["status"], "running", "{still}");
-    trainer_output(&s.stores, run["artifacts"]["output"].as_str().unwrap()).await;
+    trainer_output(
+        &s.stores,
+        run["artifacts"]["output"].as_str().unwrap(),
+        false,
+    )
+    .await;
     assert!(
         consumer
             .batch_state_change(&job_state(&id, &job_id, "SUCCEEDED"))

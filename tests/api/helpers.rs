@@ -2,11 +2,15 @@
 
 use agentrl::stack::{self, Running};
 use agentrl_core::TenantId;
+use agentrl_core::training::{
+    Evaluation, GateCounts, Metrics as RunMetrics, ModelSummary, RunOutcome, RunReport, SftCounts,
+    Validation,
+};
 use agentrl_http::{Auth, Metrics};
 use agentrl_store::Stores;
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 pub struct Stack {
@@ -17,7 +21,7 @@ pub struct Stack {
     /// The stores the stack runs on, for tests that look behind the API.
     pub stores: Stores,
     running: Option<Running>,
-    _dir: Option<TempDir>,
+    dir: Option<TempDir>,
 }
 
 pub async fn spawn_stack() -> Stack {
@@ -79,14 +83,15 @@ async fn spawn_launching(stores: Stores, dir: Option<TempDir>, launch: stack::La
         http: reqwest::Client::new(),
         stores,
         running: Some(running),
-        _dir: dir,
+        dir,
     }
 }
 
 /// Training jobs of the API tests: a stand-in for `agentrl train run` (the demo trains for
 /// real; only it finds the `agentrl` binary). It notes each start in a `starts` file of the
 /// run's output directory (under `root/objects`, as the trainer writes there), then runs
-/// until stopped, or exits 3 at once when the job's config holds `"fail"`: the service's run
+/// until stopped, or exits 3 at once when the job's config holds `"fail"`, or exits 0 once the
+/// test wrote the run's output ([`trainer_output`]) when it holds `"finish"`: the service's run
 /// life cycle (queued, running, cancelled, failed, resumed after a restart) is tested
 /// against a real child process.
 fn stand_in_trainer(root: &Path) -> stack::Launch {
@@ -94,6 +99,7 @@ fn stand_in_trainer(root: &Path) -> stack::Launch {
 while [ $# -gt 0 ]; do [ "$1" = "--out" ] && out="$2"; shift; done
 mkdir -p "$out" && echo started >> "$out/starts"
 case "$all" in *fail*) echo "stand-in trainer failed as asked" >&2; exit 3;; esac
+case "$all" in *finish*) while [ ! -f "$out/run.json" ]; do sleep 0.05; done; exit 0;; esac
 exec sleep 120"#;
     stack::Launch::Local {
         command: (
@@ -106,6 +112,14 @@ exec sleep 120"#;
 }
 
 impl Stack {
+    /// The data directory of a stack on a fresh embedded store.
+    pub fn data_dir(&self) -> &Path {
+        self.dir
+            .as_ref()
+            .expect("a stack on a fresh embedded store")
+            .path()
+    }
+
     pub async fn send(
         &self,
         method: &str,
@@ -164,4 +178,83 @@ pub async fn put_base_model(stores: &Stores, name: &str) {
         )
         .await
         .unwrap();
+}
+
+/// What a finished trainer leaves under the run's output prefix (its contract, tested with the
+/// trainer itself in `cli/tests/training.rs`): full weights, or with `lora` a PEFT adapter.
+pub async fn trainer_output(stores: &Stores, output: &str, lora: bool) {
+    let eval = |reward: f64| Evaluation {
+        validation_set: "vs-1".into(),
+        reward,
+        safety_violation_rate: 0.0,
+        trajectories: 12,
+        groups: 4,
+    };
+    let report = RunReport {
+        base_model_sha256: "ab12".into(),
+        dataset_content_hash: "cd34".into(),
+        tokenizer_sha256: "ef56".into(),
+        config: json!({}),
+        model: ModelSummary {
+            architectures: vec!["Qwen2ForCausalLM".into()],
+            hidden_size: 8,
+            num_hidden_layers: 1,
+            vocab_size: 16,
+            trainable_parameters: 300,
+            lora,
+        },
+        sft_steps: 0,
+        grpo_steps: 5,
+        sft: SftCounts::default(),
+        final_metrics: Some(RunMetrics {
+            step: 5,
+            phase: "grpo".into(),
+            loss: 0.1,
+            ..RunMetrics::default()
+        }),
+        wall_time_s: 1.0,
+        peak_rss_mb: None,
+        device: "Cpu".into(),
+        trainer_version: "0".into(),
+        outcome: RunOutcome::Dataset {
+            gate: GateCounts::default(),
+            validation: Validation {
+                before: Some(eval(0.4)),
+                after: Some(eval(0.7)),
+            },
+        },
+    };
+    let weights = if lora {
+        [
+            (
+                "adapter_config.json",
+                r#"{"peft_type": "LORA", "r": 8}"#.to_owned(),
+            ),
+            ("adapter_model.safetensors", "adapter".to_owned()),
+        ]
+    } else {
+        [
+            (
+                "config.json",
+                agentrl_testkit::fixture("training/base-model-config.json")
+                    .unwrap()
+                    .to_string(),
+            ),
+            ("model.safetensors", "weights".to_owned()),
+        ]
+    };
+    // run.json last: a finished trainer writes it once everything else is in place.
+    for (name, body) in weights.into_iter().chain([
+        (
+            "metrics.jsonl",
+            "{\"step\":5,\"phase\":\"grpo\",\"loss\":0.1}\n".to_owned(),
+        ),
+        ("run.json", serde_json::to_string(&report).unwrap()),
+    ]) {
+        stores
+            .objects
+            .put(&format!("{output}{name}"), body.into())
+            .await
+            .unwrap();
+    }
 }

@@ -16,4 +16,5 @@ mod learning;
 mod limits;
 mod plumbing;
 mod rewards;
+mod serving;
 mod training;

@@ -12,7 +12,7 @@ use crate::helpers::{Stack, spawn_aws_stack, spawn_stack, spawn_stack_in};
 
 /// A dataset and a base model where the training service looks for them (the dataset job and
 /// an operator put them there in production).
-async fn fixtures(s: &Stack, tenant: &str, dataset: &str) {
+pub(crate) async fn fixtures(s: &Stack, tenant: &str, dataset: &str) {
     let p = Pseudonymizer::new(b"a test secret of enough bytes").unwrap();
     let manifest = json!({"schema_version": 1, "dataset_id": dataset, "agents": [
         {"agent_id": "coder-7", "selected": true}

@@ -8,6 +8,7 @@
 mod budget;
 mod ending;
 mod routes;
+mod serving;
 mod sessions;
 mod upstream;
 
@@ -22,6 +23,7 @@ use axum::routing::{get, post};
 use utoipa::OpenApi;
 
 pub use ending::IdleSweep;
+pub use serving::copy_adapter;
 pub use sessions::Recorder;
 pub use upstream::Upstream;
 
@@ -39,6 +41,8 @@ pub struct GatewayState {
     recorder: Recorder,
     kpis: KpiLedger,
     ledger: agentrl_budget::Ledger,
+    /// Where adapters are copied before they are loaded (see [`GatewayState::with_adapter_sync`]).
+    adapter_sync: Option<std::path::PathBuf>,
 }
 
 impl GatewayState {
@@ -56,6 +60,7 @@ impl GatewayState {
             configs: TenantConfig::new(table.clone(), "gateway"),
             kpis: KpiLedger::new(table.clone()),
             ledger: agentrl_budget::Ledger::new(table.clone()),
+            adapter_sync: None,
             recorder: Recorder::start(objects.clone()),
             table,
             objects,

@@ -45,10 +45,20 @@ impl Upstream {
         )
     }
 
-    /// A request to `path` (`/chat/completions`) of the tenant's upstream: its own URL with no
+    /// A `POST` to `path` (`/chat/completions`) of the tenant's upstream: its own URL with no
     /// key, or the deployment's with the deployment's key.
     pub(crate) fn post(
         &self,
+        config: &GatewayConfig,
+        path: &str,
+    ) -> Result<reqwest::RequestBuilder, GatewayError> {
+        self.request(reqwest::Method::POST, config, path)
+    }
+
+    /// A request to `path` of the tenant's upstream, as [`Upstream::post`].
+    pub(crate) fn request(
+        &self,
+        method: reqwest::Method,
         config: &GatewayConfig,
         path: &str,
     ) -> Result<reqwest::RequestBuilder, GatewayError> {
@@ -65,7 +75,7 @@ impl Upstream {
         };
         let request = self
             .client
-            .post(format!("{base}{path}"))
+            .request(method, format!("{base}{path}"))
             .timeout(Duration::from_millis(config.request_timeout_ms));
         Ok(match key {
             Some(key) => request.bearer_auth(key),
@@ -158,6 +168,11 @@ impl GatewayError {
                 "upstream_error",
             )
         }
+    }
+
+    /// What went wrong, in words.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
     }
 
     fn kind(&self) -> &'static str {

@@ -13,6 +13,7 @@ pub mod launch;
 mod repo;
 mod routes;
 mod runs;
+pub mod serving;
 mod versions;
 mod wire;
 
@@ -45,6 +46,7 @@ pub struct TrainingState {
     pseudonyms: Arc<Pseudonymizer>,
     metrics: Metrics,
     kpis: agentrl_http::kpis::KpiLedger,
+    server: Option<serving::SharedModelServer>,
 }
 
 impl TrainingState {
@@ -63,7 +65,15 @@ impl TrainingState {
             launcher,
             pseudonyms,
             metrics: Metrics::Off,
+            server: None,
         }
+    }
+
+    /// The same state, having `server` serve each version before it is routed.
+    #[must_use]
+    pub fn with_model_server(mut self, server: serving::SharedModelServer) -> Self {
+        self.server = Some(server);
+        self
     }
 
     /// The tenant's pseudonymous partition (`tenant=<keyed hash>`), as the ingest worker and

@@ -145,6 +145,9 @@ pub(crate) enum PromoteError {
     Invalid(#[from] agentrl_core::FieldError),
     #[error("the agent is being changed concurrently")]
     Contended,
+    /// The model server did not serve the version: nothing is routed to it.
+    #[error("the model server does not serve {name}: {reason}")]
+    NotServed { name: String, reason: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -162,11 +165,15 @@ pub(crate) struct Promoted {
     pub decision: GateDecision,
     /// The version had been deployed before: a rollback, not gated.
     pub rollback: bool,
+    /// The versions routed before.
+    was_routed: Vec<String>,
 }
 
 /// Promotes the version of run `id` to `percent` of its agent's traffic: 100 makes it the
 /// deployed version, less starts (or moves) a canary. A version deployed before is a rollback
-/// and skips the gate; any other goes through it.
+/// and skips the gate; any other goes through it. With a model server, the version is served
+/// before the agent routes to it (a refusal blocks the promotion), and the versions no longer
+/// routed are retired after.
 pub(crate) async fn promote(
     state: &TrainingState,
     t: &TenantId,
@@ -193,7 +200,7 @@ pub(crate) async fn promote(
         .ok_or(PromoteError::NotFound("model version"))?;
     let gate = state.repo.gates().get(t).await?;
     let (candidate, version, gate, agent_id) = (&candidate, &version, &gate, &run.agent_id);
-    optimistic(|| async move {
+    let promoted = optimistic(|| async move {
         let (mut agent, at) = state
             .repo
             .agent(t, agent_id)
@@ -212,6 +219,17 @@ pub(crate) async fn promote(
         if !decision.passed {
             return Err(PromoteError::Refused(decision));
         }
+        if let Some(server) = &state.server {
+            let served = candidate.served();
+            server
+                .serve(t, &served)
+                .await
+                .map_err(|reason| PromoteError::NotServed {
+                    name: served.name,
+                    reason,
+                })?;
+        }
+        let was_routed = crate::serving::routed(&agent);
         let now = now_ms();
         if percent >= 100.0 {
             if agent.deployed_version.as_deref() != Some(version.as_str()) {
@@ -240,9 +258,15 @@ pub(crate) async fn promote(
             version: version.clone(),
             decision,
             rollback,
+            was_routed,
         })
     })
-    .await
+    .await?;
+    if let Some(server) = &state.server {
+        crate::serving::retire_unrouted(server.as_ref(), t, &promoted.was_routed, &promoted.agent)
+            .await;
+    }
+    Ok(promoted)
 }
 
 /// The gate's decision on `candidate` against the model serving `agent` now.

@@ -86,6 +86,7 @@ impl From<PromoteError> for ApiError {
             }
             PromoteError::Invalid(e) => e.into(),
             PromoteError::Contended => ApiError::conflict(CONCURRENT),
+            PromoteError::NotServed { .. } => ApiError::conflict(e.to_string()),
             PromoteError::Store(e) => e.into(),
         }
     }

@@ -130,7 +130,7 @@ pub(crate) async fn cancel(
         (status = 200, description = "Promoted", body = PromoteView),
         (status = 400, description = "percent out of range", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The run did not succeed, or the gate refused (numbers in `decision`)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run did not succeed, the gate refused (numbers in `decision`), or the upstream does not serve the version (its reason in `detail`)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn promote(
     State(state): State<TrainingState>,

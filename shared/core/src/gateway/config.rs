@@ -32,6 +32,13 @@ pub struct GatewayConfig {
     /// Ask the upstream for token ids and the sampled tokens' logprobs (vLLM:
     /// `return_token_ids`, `logprobs`), so the trainer never re-tokenises.
     pub token_ids: bool,
+    /// Where the upstream's hosts read synced adapters (`agentrl models sync --dest`), an
+    /// absolute path as those hosts see it. Set: promoting a version (or starting its canary)
+    /// first has the upstream serve it (vLLM: `POST /v1/load_lora_adapter` with `lora_name`
+    /// `{agent_id}-{version}` and `lora_path` `{lora_dir}/{tenant}/{agent_id}-{version}`), and
+    /// versions no longer routed are unloaded. `null`: the tenant serves versions itself.
+    #[cfg_attr(feature = "openapi", schema(max_length = 1024, pattern = r"^/"))]
+    pub lora_dir: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -41,6 +48,7 @@ impl Default for GatewayConfig {
             request_timeout_ms: 120_000,
             session_idle_seconds: 1_800,
             token_ids: true,
+            lora_dir: None,
         }
     }
 }
@@ -66,7 +74,27 @@ impl GatewayConfig {
                 "must be between 60 and 86400",
             ));
         }
+        if let Some(dir) = &self.lora_dir {
+            let plain = dir.starts_with('/')
+                && dir.len() <= 1024
+                && !dir.chars().any(char::is_control)
+                && !dir.split('/').any(|part| part == "..");
+            if !plain {
+                return Err(FieldError::new(
+                    "lora_dir",
+                    "must be an absolute path of at most 1024 characters, without `..`",
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Where the upstream reads the adapter served as `name` of `tenant`, when versions are
+    /// loaded into it.
+    #[must_use]
+    pub fn lora_path(&self, tenant: &str, name: &str) -> Option<String> {
+        let dir = self.lora_dir.as_deref()?.trim_end_matches('/');
+        Some(format!("{dir}/{tenant}/{name}"))
     }
 
     /// The base URL without a trailing slash, when the tenant set one.
@@ -115,5 +143,21 @@ mod tests {
             ..GatewayConfig::default()
         };
         assert_eq!(c.validate().unwrap_err().field, "request_timeout_ms");
+        for bad in ["adapters", "/mnt/../etc", "/mnt/a\nb"] {
+            let c = GatewayConfig {
+                lora_dir: Some(bad.into()),
+                ..GatewayConfig::default()
+            };
+            assert_eq!(c.validate().unwrap_err().field, "lora_dir", "{bad}");
+        }
+        let c = GatewayConfig {
+            lora_dir: Some("/mnt/adapters/".into()),
+            ..GatewayConfig::default()
+        };
+        assert!(c.validate().is_ok());
+        assert_eq!(
+            c.lora_path("tenant-a", "coder-7-v2").as_deref(),
+            Some("/mnt/adapters/tenant-a/coder-7-v2")
+        );
     }
 }
