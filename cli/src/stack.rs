@@ -94,6 +94,7 @@ pub fn application(
         agentrl_diff_score::service(DiffState::new(stores.table.clone())),
         agentrl_ingest::service(TrajectoryState::new(
             stores.queue.clone(),
+            stores.objects.clone(),
             stores.table.clone(),
         )),
         agentrl_rewards::service(RewardState::new(

@@ -9,7 +9,7 @@ use agentrl_core::{
 use agentrl_http::sqs::{Consumer, DrainOptions, drain};
 use agentrl_ingest::IngestConfig;
 use agentrl_store::{
-    Stores,
+    Stores, claims,
     keys::partition,
     ports::{Key, Objects},
     tenant_config::TenantConfig,
@@ -268,4 +268,55 @@ pub async fn private_rewards_are_charged_once_per_trajectory(stores: &Stores) {
         .unwrap()
         .unwrap();
     assert_eq!(ledger.doc["spent"], 1.0, "ε charged once per trajectory");
+}
+
+pub async fn a_trajectory_larger_than_a_message_travels_by_claim_check(stores: &Stores) {
+    let tenant = TenantId::parse("tenant-a").unwrap();
+    let mut long = trajectory("t-long", "c-long", "agent-1", None, 0.5);
+    // Two turns of 192 K characters each, under the per-text limit (256 K).
+    let text = "The build log says nothing new. ".repeat(6_000);
+    long["turns"][0]["content"] = json!(text);
+    long["turns"][1]["content"] = json!(text);
+    let body = envelope("tenant-a", NOON, long);
+    assert!(body.len() > 256 * 1024, "{}", body.len());
+    let prefix = claims::prefix(&tenant);
+    claims::send(
+        stores.queue.as_ref(),
+        stores.objects.as_ref(),
+        &prefix,
+        &body,
+    )
+    .await
+    .unwrap();
+    // A claim whose object is gone: retrying cannot bring it back.
+    let gone = json!({"claim_check": format!("{prefix}gone.json")}).to_string();
+    stores.queue.send(&gone).await.unwrap();
+    let mut seen = 0;
+    while seen < 2 {
+        let got = drain(&worker(stores), stores.queue.as_ref(), DRAIN)
+            .await
+            .unwrap();
+        assert!(got > 0, "the worker received nothing");
+        seen += got;
+    }
+    let claimed = stores.objects.list(&prefix).await.unwrap();
+    assert_eq!(claimed.len(), 1, "the large body went to one object");
+    let rows: Vec<_> = turn_table(stores)
+        .await
+        .into_iter()
+        .flat_map(|(_, rows)| rows)
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].trajectory_id, "t-long");
+    assert_eq!(rows[0].content.chars().count(), text.chars().count());
+    let reasons: Vec<String> = stores
+        .queue
+        .dead_letters(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.reason)
+        .collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("the object is gone"), "{reasons:?}");
 }

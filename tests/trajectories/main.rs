@@ -33,6 +33,7 @@ both!(
     ingest::rows_are_scrubbed_partitioned_by_tenant_and_poison_is_dead_lettered,
     ingest::a_redelivered_batch_rewrites_the_same_object,
     ingest::private_rewards_are_charged_once_per_trajectory,
+    ingest::a_trajectory_larger_than_a_message_travels_by_claim_check,
     dataset::datasets_split_by_conversation_without_duplicates,
     dataset::requested_datasets_take_the_named_agents_on_the_learning_counts,
 );

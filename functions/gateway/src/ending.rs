@@ -5,7 +5,7 @@
 use agentrl_core::TenantId;
 use agentrl_core::envelope::Envelope;
 use agentrl_core::gateway::{SessionEnd, trajectories};
-use agentrl_store::StoreError;
+use agentrl_store::{StoreError, claims};
 
 use crate::GatewayState;
 use crate::routes::now_ms;
@@ -24,9 +24,6 @@ pub(crate) enum EndError {
         field: String,
         reason: String,
     },
-    /// The queue refused the trajectory (`Invalid`: larger than one message).
-    #[error("the trajectory could not be queued: {0}")]
-    Enqueue(StoreError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -66,7 +63,14 @@ pub(crate) async fn end(
     for t in &made {
         let envelope = Envelope::new(tenant.as_str(), stamp, t.clone());
         let body = serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
-        state.queue.send(&body).await.map_err(EndError::Enqueue)?;
+        // A long session is larger than a queue message: it goes as a claim check.
+        claims::send(
+            state.queue.as_ref(),
+            state.objects.as_ref(),
+            &claims::prefix(tenant),
+            &body,
+        )
+        .await?;
         state
             .kpis
             .record(tenant, received_at_ms, &envelope.counts())
@@ -153,7 +157,7 @@ impl GatewayState {
                 sessions::unlist(table, tenant, agent, session).await?;
                 Ok(Visit::ClosedEmpty)
             }
-            Err(e @ (EndError::NoCalls | EndError::Invalid { .. } | EndError::Enqueue(_))) => {
+            Err(e @ (EndError::NoCalls | EndError::Invalid { .. })) => {
                 if !matches!(e, EndError::NoCalls) {
                     tracing::error!(%tenant, agent_id = agent, session_id = session, error = %e,
                         "an idle session cannot become a trajectory; closed, its call records kept");

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use agentrl_http::{Service, config::ConfigApi};
 use agentrl_store::{
-    ports::{Queue, Table},
+    ports::{Objects, Queue, Table},
     tenant_config::TenantConfig,
 };
 use axum::{
@@ -32,20 +32,27 @@ pub use config::IngestConfig;
 pub use paths::object_path;
 pub use worker::Ingest;
 
+/// Largest trajectory request: Lambda's synchronous payload limit. A trajectory larger than a
+/// queue message (256 KiB) travels as a claim check on an object.
+pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+
 /// What the HTTP handlers need.
 #[derive(Clone)]
 pub struct TrajectoryState {
     queue: Arc<dyn Queue>,
+    objects: Arc<dyn Objects>,
     table: Arc<dyn Table>,
     configs: TenantConfig<IngestConfig>,
     kpis: agentrl_http::kpis::KpiLedger,
 }
 
 impl TrajectoryState {
-    /// State over the queue trajectories are sent to and the table of tenant settings.
-    pub fn new(queue: Arc<dyn Queue>, table: Arc<dyn Table>) -> Self {
+    /// State over the queue trajectories are sent to (the objects store those too large for
+    /// it) and the table of tenant settings.
+    pub fn new(queue: Arc<dyn Queue>, objects: Arc<dyn Objects>, table: Arc<dyn Table>) -> Self {
         Self {
             queue,
+            objects,
             configs: TenantConfig::new(table.clone(), config::CONFIG_NAME),
             kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
             table,
@@ -75,10 +82,7 @@ pub fn service(state: TrajectoryState) -> Service {
     let router = Router::new()
         .route("/v1/trajectories", post(routes::post::post))
         .route("/v1/privacy/budget", get(routes::privacy::budget))
-        // These routes keep the default limit (a trajectory must also fit a queue message).
-        .layer(axum::extract::DefaultBodyLimit::max(
-            agentrl_http::DEFAULT_BODY_LIMIT,
-        ));
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
     let configs = ConfigApi {
         path: "/v1/config/trajectories",
         tag: "trajectories",

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use agentrl_core::{FieldError, TenantId, trajectory::Trajectory};
 use agentrl_http::kpis::KpiLedger;
 use agentrl_store::{
-    StoreError,
-    ports::{Queue, Table},
+    StoreError, claims,
+    ports::{Objects, Queue, Table},
     retry::now_ms,
     tenant_config::TenantConfig,
 };
@@ -31,9 +31,11 @@ pub(crate) struct PrivacySpend {
 }
 
 /// Validates `trajectory` in full, then enqueues it in an envelope naming the tenant and the
-/// receipt time; returns the message id.
+/// receipt time (by claim check when it is larger than a queue message); returns the
+/// message id.
 pub(crate) async fn submit(
     queue: &Arc<dyn Queue>,
+    objects: &Arc<dyn Objects>,
     kpis: &KpiLedger,
     tenant: &TenantId,
     trajectory: Trajectory,
@@ -47,7 +49,13 @@ pub(crate) async fn submit(
     );
     let counts = envelope.counts();
     let body = serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
-    let id = queue.send(&body).await?;
+    let id = claims::send(
+        queue.as_ref(),
+        objects.as_ref(),
+        &claims::prefix(tenant),
+        &body,
+    )
+    .await?;
     kpis.record(tenant, received_at_ms, &counts).await;
     Ok(id)
 }

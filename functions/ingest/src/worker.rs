@@ -1,4 +1,5 @@
 //! The queue worker of trajectories: a batch of trajectory messages in, Parquet objects out.
+//! A trajectory larger than a queue message comes as a claim check on its object.
 //!
 //! Every message ends in exactly one place: its rows in a Parquet object (then it is
 //! acknowledged), the dead-letter queue with the reason (malformed or invalid: retrying cannot
@@ -15,7 +16,7 @@ use agentrl_core::{
 };
 use agentrl_http::sqs::Consumer;
 use agentrl_store::{
-    StoreError,
+    StoreError, claims,
     ports::{Message, Objects, Queue, Table},
     tenant_config::TenantConfig,
 };
@@ -130,8 +131,14 @@ impl Ingest {
     }
 
     async fn prepare(&self, message: &Message) -> Result<Prepared, Failure> {
-        agentrl_core::envelope::check_version(&message.body).map_err(Failure::Poison)?;
-        let envelope: Envelope = serde_json::from_str(&message.body)
+        let body = claims::open(self.objects.as_ref(), &message.body)
+            .await
+            .map_err(|e| match e {
+                claims::OpenError::Unusable { .. } => Failure::Poison(e.to_string()),
+                claims::OpenError::Store(e) => Failure::Retry(e.into()),
+            })?;
+        agentrl_core::envelope::check_version(&body).map_err(Failure::Poison)?;
+        let envelope: Envelope = serde_json::from_str(&body)
             .map_err(|e| Failure::Poison(format!("not a trajectory message: {e}")))?;
         let tenant = TenantId::parse(&envelope.tenant)
             .map_err(|e| Failure::Poison(format!("tenant: {e}")))?;

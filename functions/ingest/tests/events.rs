@@ -29,6 +29,7 @@ fn lambda_app(stores: &Stores) -> Router {
     app(
         vec![service(TrajectoryState::new(
             stores.queue.clone(),
+            stores.objects.clone(),
             stores.table.clone(),
         ))],
         options,

@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod aws;
+pub mod claims;
 pub mod embedded;
 mod error;
 pub mod keys;

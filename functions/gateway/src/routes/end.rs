@@ -37,7 +37,6 @@ pub(crate) struct EndedView {
         (status = 400, description = "Invalid outcome (the field is named)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The session has no answered call", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "The session is larger than one queue message", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A recorded call breaks a trajectory limit (the field is named)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn end(
@@ -63,7 +62,6 @@ pub(crate) async fn end(
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
                     .with_field(field.clone())
             }
-            EndError::Enqueue(e) => ApiError::from_enqueue(e),
             EndError::Store(e) => ApiError::internal(&e),
         })?;
     Ok((

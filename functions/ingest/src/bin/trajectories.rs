@@ -12,7 +12,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         idempotency: Some(stores.table.clone()),
         ..options("trajectories")
     };
-    let state =
-        TrajectoryState::new(stores.queue, stores.table).with_metrics(options.metrics.clone());
+    let state = TrajectoryState::new(stores.queue, stores.objects, stores.table)
+        .with_metrics(options.metrics.clone());
     lambda_http::run(app(vec![service(state)], options)).await
 }

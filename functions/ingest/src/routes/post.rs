@@ -36,7 +36,7 @@ pub(crate) struct Accepted {
     responses(
         (status = 202, description = "Queued", body = Accepted),
         (status = 400, description = "Invalid trajectory (the field is named)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Larger than a queue message (256 KiB)", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Larger than the request limit (6 MiB, Lambda's payload limit)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn post(
     State(state): State<TrajectoryState>,
@@ -44,12 +44,18 @@ pub(crate) async fn post(
     ValidJson(trajectory): ValidJson<Trajectory>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let trajectory_id = trajectory.trajectory_id.clone();
-    let message_id = trajectories::submit(&state.queue, &state.kpis, &tenant, trajectory)
-        .await
-        .map_err(|e| match e {
-            SubmitError::Invalid(e) => e.into(),
-            SubmitError::Queue(e) => ApiError::from_enqueue(e),
-        })?;
+    let message_id = trajectories::submit(
+        &state.queue,
+        &state.objects,
+        &state.kpis,
+        &tenant,
+        trajectory,
+    )
+    .await
+    .map_err(|e| match e {
+        SubmitError::Invalid(e) => e.into(),
+        SubmitError::Queue(e) => ApiError::from_enqueue(e),
+    })?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {
