@@ -135,8 +135,9 @@ def reward_config(body):
 
 
 def trajectory(body):
-    # Tool names are unique; a tool call is on an assistant turn; per-token lists have as
-    # many entries as the turn's response tokens.
+    # Tool names are unique; tool calls are on assistant turns (`tool_call` or `tool_calls`),
+    # a `tool_call_id` on a tool turn; per-token lists have as many entries as the turn's
+    # response tokens.
     tools = body.get("tools")
     if isinstance(tools, list):
         unique, seen = [], set()
@@ -151,6 +152,12 @@ def trajectory(body):
             continue
         if turn.get("role") != "assistant":
             turn.pop("tool_call", None)
+            turn.pop("tool_calls", None)
+        elif turn.get("tool_calls"):
+            # One call in `tool_call` or several in `tool_calls`, not both.
+            turn.pop("tool_call", None)
+        if turn.get("role") != "tool":
+            turn.pop("tool_call_id", None)
         ids = turn.get("response_token_ids")
         for name in ("loss_mask", "behavior_logprobs"):
             if turn.get(name) is None:

@@ -306,7 +306,6 @@ async fn the_openai_sdk_through_the_gateway_records_sessions_with_token_ids() {
             "assistant",
             "user",
             "assistant",
-            "assistant",
             "tool",
             "tool",
             "assistant"
@@ -315,11 +314,31 @@ async fn the_openai_sdk_through_the_gateway_records_sessions_with_token_ids() {
     assert_eq!(rows[1].response_token_ids, Some(vec![11, 12]));
     assert_eq!(rows[1].prompt_token_ids, Some(vec![1, 2, 3]));
     assert_eq!(rows[1].behavior_logprobs, Some(vec![-1.0, -0.25]));
+    // The parallel calls are one turn's, with their ids and the arguments the model wrote.
     assert_eq!(rows[3].response_token_ids, Some(vec![21, 22, 23]));
-    assert_eq!(rows[3].tool_name.as_deref(), Some("lookup"));
-    assert_eq!(rows[4].tool_name.as_deref(), Some("lookup"));
-    assert_eq!(rows[5].tool_result.as_deref(), Some("result 0"));
-    assert_eq!(rows[7].content, "done");
+    let calls: Vec<(Option<&str>, &str, &str)> = rows[3]
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_deref(), c.name.as_str(), c.arguments.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (Some("call_a"), "lookup", r#"{"q": "x"}"#),
+            (Some("call_b"), "lookup", r#"{"q": "y"}"#)
+        ]
+    );
+    assert_eq!(rows[4].tool_call_id.as_deref(), Some("call_a"));
+    assert_eq!(rows[4].tool_result.as_deref(), Some("result 0"));
+    assert_eq!(rows[5].tool_call_id.as_deref(), Some("call_b"));
+    assert!(
+        rows[0]
+            .tools
+            .as_deref()
+            .is_some_and(|t| t.contains("lookup")),
+        "the tools a chat template renders ride on every row"
+    );
+    assert_eq!(rows[6].content, "done");
     assert!(rows.iter().all(|r| r.episode_success == Some(true)));
 
     let (status, ended) = s
@@ -518,4 +537,45 @@ async fn idle_sessions_end_into_trajectories_after_their_tenants_timeout() {
         "ended sessions leave the open list; tenant-b's ends past its hour"
     );
     assert_eq!(say(&s.key_b, "s-idle", "more").await, 409);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_larger_than_a_queue_message_ends_by_claim_check() {
+    let s = spawn_stack().await;
+    let (base_url, _) = start_upstream().await;
+    let agent = json!({"agent_id": "coder-10", "name": "Coder", "type": "coding",
+        "model": {"provider": "self-hosted", "name": "qwen-tiny"}, "base_prompt": "You fix bugs."});
+    assert_eq!(s.a("POST", "/v1/agents", Some(&agent)).await.0, 201);
+    let config = json!({"base_url": base_url});
+    assert_eq!(s.a("PUT", "/v1/config/gateway", Some(&config)).await.0, 200);
+    // Three calls, each carrying 120 KiB of fresh log output: 360 KiB of conversation.
+    let log = "error: the build failed again\n".repeat(4_100);
+    let mut messages = Vec::new();
+    for _ in 0..3 {
+        messages.push(json!({"role": "user", "content": log}));
+        let body = json!({"messages": messages});
+        let (status, answer) = s
+            .a(
+                "POST",
+                "/gateway/coder-10/sessions/s-long/v1/chat/completions",
+                Some(&body),
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        messages.push(answer["choices"][0]["message"].clone());
+    }
+    let (status, ended) = s
+        .a("POST", "/gateway/coder-10/sessions/s-long/end", None)
+        .await;
+    assert_eq!(status, 202, "{ended}");
+    let rows = turns(&s, "s-long").await;
+    assert_eq!(rows.len(), 6);
+    assert_eq!(rows[4].content.len(), log.len());
+    assert_eq!(rows[5].response_token_ids, Some(vec![11, 12]));
+    let claimed = s.stores.objects.list("claims/").await.unwrap();
+    assert_eq!(
+        claimed.len(),
+        1,
+        "the trajectory travelled as a claim check"
+    );
 }

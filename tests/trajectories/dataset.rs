@@ -213,7 +213,7 @@ pub async fn datasets_split_by_conversation_without_duplicates(stores: &Stores) 
         .unwrap()
         .expect("manifest.json beside the splits");
     let manifest: Value = serde_json::from_slice(&manifest).unwrap();
-    assert_eq!(manifest["schema_version"], 1);
+    assert_eq!(manifest["schema_version"], agentrl_turns::SCHEMA_VERSION);
     assert_eq!(manifest["content_hash"], a.content_hash);
     let preferences = stores
         .objects

@@ -1,7 +1,8 @@
 //! One turn row per turn of an anonymised trajectory.
 
-use agentrl_core::trajectory::{Role, Trajectory, TurnReward};
-use agentrl_turns::TurnRow;
+use agentrl_core::trajectory::{Role, ToolSpec, Trajectory, TurnReward};
+use agentrl_turns::{RowToolCall, TurnRow};
+use serde_json::json;
 
 /// Where a trajectory's rows came from and what was done to it on the way.
 pub(crate) struct Provenance<'a> {
@@ -33,9 +34,30 @@ fn ids(tokens: &Option<Vec<u32>>) -> Option<Vec<i32>> {
     })
 }
 
+/// The trajectory's tools as OpenAI's `tools` (what chat templates render), `None` without.
+fn tools(specs: &[ToolSpec]) -> Option<String> {
+    (!specs.is_empty()).then(|| {
+        let functions: Vec<_> = specs
+            .iter()
+            .map(|s| {
+                let mut function = json!({"name": s.name});
+                if let Some(d) = &s.description {
+                    function["description"] = json!(d);
+                }
+                if let Some(p) = &s.parameters {
+                    function["parameters"] = p.clone();
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect();
+        serde_json::Value::Array(functions).to_string()
+    })
+}
+
 /// The rows of `t` (already anonymised), with `rewards` index-aligned to its turns.
 pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -> Vec<TurnRow> {
     let outcome = t.final_outcome.as_ref();
+    let tools = tools(&t.tools);
     let count = i32::try_from(t.turns.len()).unwrap_or(i32::MAX);
     t.turns
         .iter()
@@ -43,6 +65,14 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -
         .enumerate()
         .map(|(i, (turn, reward))| {
             let tool = reward.tool;
+            let calls: Vec<RowToolCall> = turn
+                .calls()
+                .map(|c| RowToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments_text(),
+                })
+                .collect();
             TurnRow {
                 trajectory_id: t.trajectory_id.clone(),
                 conversation_id: t.conversation_id.clone(),
@@ -54,8 +84,8 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -
                 policy_version: t.policy_version.clone(),
                 role: role(turn.role).to_owned(),
                 content: turn.content.clone(),
-                tool_name: turn.tool_call.as_ref().map(|c| c.name.clone()),
-                tool_arguments: turn.tool_call.as_ref().map(|c| c.arguments.to_string()),
+                tool_name: calls.first().map(|c| c.name.clone()),
+                tool_arguments: calls.first().map(|c| c.arguments.clone()),
                 tool_result: turn.tool_result.clone(),
                 error: turn.error.clone(),
                 prompt_token_ids: ids(&turn.prompt_token_ids),
@@ -83,6 +113,9 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -
                 pii_replacements: i32::try_from(p.pii_replacements).unwrap_or(i32::MAX),
                 message_id: p.message_id.to_owned(),
                 ingested_at_ms: p.received_at_ms,
+                tool_calls: calls,
+                tool_call_id: turn.tool_call_id.clone(),
+                tools: tools.clone(),
             }
         })
         .collect()

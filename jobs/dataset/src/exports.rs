@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BinaryHeap};
 
-use agentrl_turns::TurnRow;
+use agentrl_turns::{RowToolCall, TurnRow};
 use serde_json::{Value, json};
 
 /// Examples kept per agent in `few-shot.json`.
@@ -21,8 +21,8 @@ pub(crate) struct Turn {
     pub index: i32,
     pub role: String,
     pub content: String,
-    pub tool_name: Option<String>,
-    pub tool_arguments: Option<String>,
+    pub tool_calls: Vec<RowToolCall>,
+    pub tool_call_id: Option<String>,
     pub tool_result: Option<String>,
 }
 
@@ -32,36 +32,49 @@ impl From<&TurnRow> for Turn {
             index: row.turn_index,
             role: row.role.clone(),
             content: row.content.clone(),
-            tool_name: row.tool_name.clone(),
-            tool_arguments: row.tool_arguments.clone(),
+            tool_calls: row.tool_calls.clone(),
+            tool_call_id: row.tool_call_id.clone(),
             tool_result: row.tool_result.clone(),
         }
     }
 }
 
 /// The episode as OpenAI chat messages, ending with its last assistant message (what a
-/// fine-tuning example must end with); `None` without an assistant message.
+/// fine-tuning example must end with); `None` without an assistant message. A call without an
+/// id gets `call_{turn}_{k}`; a tool turn without a `tool_call_id` answers the oldest call not
+/// yet answered.
 pub(crate) fn openai_messages(turns: &[Turn]) -> Option<Value> {
     let last = turns.iter().rposition(|t| t.role == "assistant")?;
     let mut messages = Vec::with_capacity(last + 1);
-    let mut pending_call: Option<String> = None;
+    let mut pending: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     for t in &turns[..=last] {
         let message = match t.role.as_str() {
-            "assistant" => match &t.tool_name {
-                Some(name) => {
-                    let id = format!("call_{}", t.index);
-                    pending_call = Some(id.clone());
-                    let content = (!t.content.is_empty()).then(|| t.content.clone());
-                    json!({"role": "assistant", "content": content, "tool_calls": [{
-                        "id": id, "type": "function",
-                        "function": {"name": name, "arguments": t.tool_arguments.clone().unwrap_or_else(|| "{}".into())}
-                    }]})
-                }
-                None => json!({"role": "assistant", "content": t.content}),
-            },
+            "assistant" if !t.tool_calls.is_empty() => {
+                let calls: Vec<Value> = (t.tool_calls.iter().enumerate())
+                    .map(|(k, call)| {
+                        let id = call
+                            .id
+                            .clone()
+                            .unwrap_or_else(|| format!("call_{}_{k}", t.index));
+                        pending.push_back(id.clone());
+                        json!({"id": id, "type": "function",
+                               "function": {"name": call.name, "arguments": call.arguments}})
+                    })
+                    .collect();
+                let content = (!t.content.is_empty()).then(|| t.content.clone());
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            "assistant" => json!({"role": "assistant", "content": t.content}),
             "tool" => {
                 let content = t.tool_result.clone().unwrap_or_else(|| t.content.clone());
-                match pending_call.take() {
+                let answered = match &t.tool_call_id {
+                    Some(id) => pending
+                        .iter()
+                        .position(|p| p == id)
+                        .and_then(|at| pending.remove(at)),
+                    None => pending.pop_front(),
+                };
+                match answered {
                     Some(id) => json!({"role": "tool", "tool_call_id": id, "content": content}),
                     // A tool result no call asked for cannot be a `tool` message.
                     None => json!({"role": "user", "content": content}),
@@ -165,17 +178,24 @@ mod tests {
             index,
             role: role.into(),
             content: content.into(),
-            tool_name: None,
-            tool_arguments: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
             tool_result: None,
+        }
+    }
+
+    fn call(name: &str, arguments: &str, id: Option<&str>) -> RowToolCall {
+        RowToolCall {
+            id: id.map(str::to_owned),
+            name: name.into(),
+            arguments: arguments.into(),
         }
     }
 
     #[test]
     fn tool_calls_are_answered_by_id_and_the_example_ends_with_the_assistant() {
         let mut call = turn(1, "assistant", "");
-        call.tool_name = Some("calc".into());
-        call.tool_arguments = Some(r#"{"expr":"2+3"}"#.into());
+        call.tool_calls = vec![self::call("calc", r#"{"expr":"2+3"}"#, None)];
         let mut result = turn(2, "tool", "");
         result.tool_result = Some("5".into());
         let turns = [
@@ -189,17 +209,52 @@ mod tests {
         let messages = m["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 4, "the trailing user turn is cut");
         assert_eq!(messages[1]["content"], Value::Null);
-        assert_eq!(messages[1]["tool_calls"][0]["id"], "call_1");
+        assert_eq!(messages[1]["tool_calls"][0]["id"], "call_1_0");
         assert_eq!(
             messages[1]["tool_calls"][0]["function"]["arguments"],
             r#"{"expr":"2+3"}"#
         );
         assert_eq!(
             messages[2],
-            json!({"role": "tool", "tool_call_id": "call_1", "content": "5"})
+            json!({"role": "tool", "tool_call_id": "call_1_0", "content": "5"})
         );
         assert_eq!(messages[3], json!({"role": "assistant", "content": "5"}));
         assert!(openai_messages(&[turn(0, "user", "hi")]).is_none());
+    }
+
+    #[test]
+    fn parallel_calls_keep_their_ids_and_results_answer_them_by_id() {
+        let mut calls = turn(1, "assistant", "checking both");
+        calls.tool_calls = vec![
+            call("read", r#"{"path": "a.rs"}"#, Some("call_a")),
+            call("read", r#"{"path": "b.rs"}"#, Some("call_b")),
+        ];
+        let mut b = turn(2, "tool", "");
+        b.tool_call_id = Some("call_b".into());
+        b.tool_result = Some("fn b() {}".into());
+        let mut a = turn(3, "tool", "");
+        a.tool_call_id = Some("call_a".into());
+        a.tool_result = Some("fn a() {}".into());
+        let turns = [
+            turn(0, "user", "read a and b"),
+            calls,
+            b,
+            a,
+            turn(4, "assistant", "ok"),
+        ];
+        let m = openai_messages(&turns).unwrap();
+        let messages = m["messages"].as_array().unwrap();
+        assert_eq!(messages[1]["content"], "checking both");
+        let ids: Vec<&str> = messages[1]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["call_a", "call_b"]);
+        assert_eq!(messages[2]["tool_call_id"], "call_b");
+        assert_eq!(messages[3]["tool_call_id"], "call_a");
+        assert_eq!(messages[3]["content"], "fn a() {}");
     }
 
     #[test]

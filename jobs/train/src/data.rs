@@ -7,12 +7,12 @@ use std::fs::File;
 use std::path::Path;
 
 pub use agentrl_core::training::{GateCounts, SftCounts};
-use agentrl_turns::{SCHEMA_VERSION, TurnRow, read_turns};
-use serde_json::Value;
+use agentrl_turns::{READABLE_VERSIONS, SCHEMA_VERSION, TurnRow, read_turns};
+use serde_json::{Value, json};
 
 use crate::config::TrainConfig;
 use crate::error::{Result, TrainError};
-use crate::tokenizer::Tok;
+use crate::tokenizer::{Message, Tok, message};
 use crate::turn_store::{TurnRef, TurnStore};
 
 /// Rewards outside this range are refused: the verifiers produce [0, 1], learning events
@@ -111,10 +111,10 @@ pub fn check_manifest(dir: &Path) -> Result<ManifestHashes> {
     let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
     let manifest: Value = serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
     let version = manifest.get("schema_version").and_then(Value::as_u64);
-    if version != Some(u64::from(SCHEMA_VERSION)) {
+    if !version.is_some_and(|v| READABLE_VERSIONS.iter().any(|&r| u64::from(r) == v)) {
         return Err(TrainError::file(
             &path,
-            format!("schema_version {version:?}: this trainer reads {SCHEMA_VERSION}"),
+            format!("schema_version {version:?}: this trainer reads 1 to {SCHEMA_VERSION}"),
         ));
     }
     let text_at = |pointer: &str| {
@@ -346,10 +346,14 @@ fn gate(
     let same_policy = verified && version.is_some() && version == current;
     let mut turns = Vec::new();
     let (mut retokenized, mut truncated) = (0, 0);
-    let mut history: Vec<(String, String)> = Vec::new();
+    let mut history: Vec<Message> = Vec::new();
+    let tools: Option<Value> = rows
+        .iter()
+        .find_map(|r| r.tools.as_deref())
+        .and_then(|t| serde_json::from_str(t).ok());
     for row in rows {
         if row.role != "assistant" {
-            history.push((row.role.clone(), row.content.clone()));
+            history.push(row_message(row));
             continue;
         }
         let seq = match (&row.prompt_token_ids, &row.response_token_ids) {
@@ -387,7 +391,7 @@ fn gate(
             }
             (None, None) => {
                 let (prompt, response) = tok
-                    .chat(&history, &[("assistant".into(), row.content.clone())])
+                    .chat(&history, &[row_message(row)], tools.as_ref())
                     .map_err(|_| Drop::Template)?;
                 let prompt = tok.encode(&prompt).map_err(|_| Drop::Vocab)?;
                 let response = tok.encode(&response).map_err(|_| Drop::Vocab)?;
@@ -413,7 +417,7 @@ fn gate(
             }
             Fit::TooLong => return Err(Drop::TooLong),
         };
-        history.push((row.role.clone(), row.content.clone()));
+        history.push(row_message(row));
         turns.push(seq);
     }
     if turns.is_empty() {
@@ -466,14 +470,52 @@ pub struct SftExample {
     pub mask: Vec<bool>,
 }
 
-fn messages(v: &Value) -> Option<Vec<(String, String)>> {
+/// A turn row as the chat message a template renders (vLLM's form: a call's arguments that
+/// parse as a JSON object are given as that object, others as the string).
+fn row_message(row: &TurnRow) -> Message {
+    match row.role.as_str() {
+        "assistant" if !row.tool_calls.is_empty() => {
+            let calls: Vec<Value> = row
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    let arguments = serde_json::from_str::<Value>(&c.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| Value::String(c.arguments.clone()));
+                    let mut call = json!({"type": "function",
+                        "function": {"name": c.name, "arguments": arguments}});
+                    if let Some(id) = &c.id {
+                        call["id"] = json!(id);
+                    }
+                    call
+                })
+                .collect();
+            json!({"role": "assistant", "content": row.content, "tool_calls": calls})
+        }
+        "tool" => {
+            let mut m = message(
+                "tool",
+                row.tool_result.as_deref().unwrap_or(row.content.as_str()),
+            );
+            if let Some(id) = &row.tool_call_id {
+                m["tool_call_id"] = json!(id);
+            }
+            m
+        }
+        role => message(role, &row.content),
+    }
+}
+
+/// A list of chat messages, each an object with a `role` (and `content`, or an assistant's
+/// `tool_calls`).
+fn messages(v: &Value) -> Option<Vec<Message>> {
     v.as_array()?
         .iter()
         .map(|m| {
-            Some((
-                m.get("role")?.as_str()?.to_owned(),
-                m.get("content")?.as_str()?.to_owned(),
-            ))
+            let has_text = m.get("content").is_some_and(Value::is_string);
+            let calls = m.get("tool_calls").is_some_and(Value::is_array);
+            (m.get("role")?.is_string() && (has_text || calls)).then(|| m.clone())
         })
         .collect()
 }
@@ -504,17 +546,14 @@ pub fn read_sft(
         let v: Value = serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
         let (prompt, completion) = match (v.get("prompt"), v.get("completion")) {
             (Some(Value::String(p)), Some(Value::String(c))) if chat_template => tok
-                .chat(
-                    &[("user".into(), p.clone())],
-                    &[("assistant".into(), c.clone())],
-                )
+                .chat(&[message("user", p)], &[message("assistant", c)], None)
                 .map_err(|e| bad(&format!("chat template: {e}")))?,
             (Some(Value::String(p)), Some(Value::String(c))) => (p.clone(), c.clone()),
             (Some(p @ Value::Array(_)), Some(c @ Value::Array(_))) => {
                 let p = messages(p).ok_or_else(|| bad("prompt: messages need role and content"))?;
                 let c =
                     messages(c).ok_or_else(|| bad("completion: messages need role and content"))?;
-                tok.chat(&p, &c)
+                tok.chat(&p, &c, v.get("tools").filter(|t| t.is_array()))
                     .map_err(|e| bad(&format!("chat template: {e}")))?
             }
             _ => {
@@ -605,4 +644,56 @@ pub fn read_prompts(path: &Path) -> Result<Vec<PromptLine>> {
         return Err(TrainError::file(path, "no prompts"));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use agentrl_turns::RowToolCall;
+
+    use super::*;
+
+    fn turn(role: &str, content: &str) -> TurnRow {
+        TurnRow {
+            role: role.into(),
+            content: content.into(),
+            ..TurnRow::default()
+        }
+    }
+
+    #[test]
+    fn rows_become_the_messages_a_chat_template_renders() {
+        let mut calls = turn("assistant", "Reading both.");
+        calls.tool_calls = vec![
+            RowToolCall {
+                id: Some("call_1".into()),
+                name: "read".into(),
+                arguments: r#"{"path": "a.rs"}"#.into(),
+            },
+            RowToolCall {
+                id: None,
+                name: "grep".into(),
+                arguments: "leap".into(),
+            },
+        ];
+        let mut result = turn("tool", "");
+        result.tool_call_id = Some("call_1".into());
+        result.tool_result = Some("fn a() {}".into());
+        let messages: Vec<Message> = [turn("user", "why?"), calls, result]
+            .iter()
+            .map(row_message)
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                json!({"role": "user", "content": "why?"}),
+                json!({"role": "assistant", "content": "Reading both.", "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "read", "arguments": {"path": "a.rs"}}},
+                    {"type": "function", "function": {"name": "grep", "arguments": "leap"}}]}),
+                json!({"role": "tool", "tool_call_id": "call_1", "content": "fn a() {}"}),
+            ],
+            "arguments that parse are objects (as vLLM renders them), others the string; \
+             a tool's result is its content"
+        );
+    }
 }

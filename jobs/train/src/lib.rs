@@ -13,6 +13,7 @@ pub mod loss;
 pub mod model;
 pub mod optim;
 pub mod process;
+mod pyjson;
 pub mod remote;
 pub mod report;
 pub mod rollout;

@@ -40,8 +40,37 @@ struct ChatTemplate {
     eos_token: String,
 }
 
-/// One chat message: role and content.
-pub type Message = (String, String);
+/// One chat message as OpenAI's API (and transformers' chat templates) take it: `role`,
+/// `content`, and an assistant's `tool_calls` or a tool's `tool_call_id`.
+pub type Message = Value;
+
+/// A message of `role` with text `content`.
+#[must_use]
+pub fn message(role: &str, content: &str) -> Message {
+    json!({"role": role, "content": content})
+}
+
+/// A message's text (`null` content: none).
+fn content(m: &Message) -> &str {
+    m.get("content").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// What a conversation renders without a chat template: a message's text, then each tool
+/// call as a line of JSON.
+fn plain(m: &Message) -> String {
+    let mut text = content(m).to_owned();
+    for call in m
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let f = call.get("function").unwrap_or(call);
+        text.push('\n');
+        text.push_str(&json!({"name": f.get("name"), "arguments": f.get("arguments")}).to_string());
+    }
+    text
+}
 
 impl Tok {
     /// Loads `<dir>/tokenizer.json` with the end ids of the model's files (`eos`: the model
@@ -99,8 +128,9 @@ impl Tok {
             // now, naming the file, rather than dropping every row later.
             let (_, turn) = tok
                 .chat(
-                    &[("user".into(), "hi".into())],
-                    &[("assistant".into(), "hello".into())],
+                    &[message("user", "hi")],
+                    &[message("assistant", "hello")],
+                    None,
                 )
                 .map_err(|e| TrainError::file(&template_path, format!("chat_template: {e}")))?;
             ends.extend(tok.first_special(&tok.encode(&turn)?));
@@ -253,9 +283,9 @@ impl Tok {
     /// The template fails on it.
     pub fn prompt_text(&self, prompt: &str, chat: bool) -> std::result::Result<String, String> {
         if chat {
-            let user = [("user".to_owned(), prompt.to_owned())];
+            let user = [message("user", prompt)];
             match &self.template {
-                Some(template) => template.render(&user, true),
+                Some(template) => template.render(&user, None, true),
                 None => Ok(self.render(&user, true)),
             }
         } else {
@@ -267,7 +297,9 @@ impl Tok {
     /// the `completion` that follows it, for rows that carry no token ids. With the model's
     /// chat template: the prompt rendered with `add_generation_prompt`, the completion what the
     /// whole conversation adds to it. Without: ChatML when the vocabulary has `<|im_start|>`,
-    /// `role: content` lines otherwise.
+    /// `role: content` lines otherwise. `tools` (OpenAI's `tools`, function specs) go to the
+    /// template as transformers passes them, so tool calls are rendered in the model's own
+    /// format.
     ///
     /// # Errors
     /// The template fails (`raise_exception`, an unknown construct) or renders a conversation
@@ -276,16 +308,17 @@ impl Tok {
         &self,
         prompt: &[Message],
         completion: &[Message],
+        tools: Option<&Value>,
     ) -> std::result::Result<(String, String), String> {
         let Some(template) = &self.template else {
             let body = completion
                 .iter()
-                .map(|(_, content)| format!("{content}{}", self.turn_end()))
+                .map(|m| format!("{}{}", plain(m), self.turn_end()))
                 .collect();
             return Ok((self.render(prompt, true), body));
         };
-        let head = template.render(prompt, true)?;
-        let whole = template.render(&[prompt, completion].concat(), false)?;
+        let head = template.render(prompt, tools, true)?;
+        let whole = template.render(&[prompt, completion].concat(), tools, false)?;
         match whole.strip_prefix(head.as_str()) {
             Some(body) => {
                 let body = body.to_owned();
@@ -297,7 +330,9 @@ impl Tok {
 
     fn render(&self, messages: &[Message], open_assistant: bool) -> String {
         let mut out = String::new();
-        for (role, content) in messages {
+        for m in messages {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+            let content = plain(m);
             if self.chatml {
                 out.push_str(&format!("<|im_start|>{role}\n{content}<|im_end|>\n"));
             } else {
@@ -345,6 +380,7 @@ impl ChatTemplate {
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_filter("tojson", crate::pyjson::tojson);
         env.add_function(
             "raise_exception",
             |message: String| -> std::result::Result<String, minijinja::Error> {
@@ -366,17 +402,15 @@ impl ChatTemplate {
     fn render(
         &self,
         messages: &[Message],
+        tools: Option<&Value>,
         add_generation_prompt: bool,
     ) -> std::result::Result<String, String> {
-        let messages: Vec<Value> = messages
-            .iter()
-            .map(|(role, content)| json!({"role": role, "content": content}))
-            .collect();
         self.env
             .get_template(CHAT)
             .and_then(|t| {
                 t.render(minijinja::context! {
                     messages => messages,
+                    tools => tools,
                     add_generation_prompt => add_generation_prompt,
                     bos_token => self.bos_token,
                     eos_token => self.eos_token,

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::trajectory::Trajectory;
+use crate::trajectory::{Trajectory, Turn};
 
 /// The version writers stamp.
 pub const ENVELOPE_VERSION: u32 = 1;
@@ -62,7 +62,7 @@ impl Envelope {
         let t = &self.trajectory;
         crate::kpi::KpiCounts {
             trajectories: 1,
-            trajectories_with_tools: u64::from(t.turns.iter().any(|t| t.tool_call.is_some())),
+            trajectories_with_tools: u64::from(t.turns.iter().any(Turn::has_calls)),
             trajectories_succeeded: u64::from(t.final_outcome.as_ref().is_some_and(|o| o.success)),
             ..crate::kpi::KpiCounts::default()
         }

@@ -25,17 +25,17 @@ pub enum TurnsError {
     NotATurnTable,
     /// The file is a turn table of a schema version this build does not read.
     #[error(
-        "turn table schema version {found:?} is not supported (this build reads version {SCHEMA_VERSION})"
+        "turn table schema version {found:?} is not supported (this build reads versions 1 to {SCHEMA_VERSION})"
     )]
     UnsupportedSchemaVersion {
         /// The version the file declares.
         found: String,
     },
     /// The file has more or fewer columns than the schema it declares.
-    #[error(
-        "turn table schema version {SCHEMA_VERSION} has {expected} columns, the file has {found}"
-    )]
+    #[error("turn table schema version {version} has {expected} columns, the file has {found}")]
     ColumnCount {
+        /// The version the file declares.
+        version: u32,
         /// Columns of the schema.
         expected: usize,
         /// Columns in the file.
@@ -43,9 +43,11 @@ pub enum TurnsError {
     },
     /// A column of the file differs in name or type from the schema it declares.
     #[error(
-        "column {index} should be `{expected}` in turn table schema version {SCHEMA_VERSION}, the file has `{found}`"
+        "column {index} should be `{expected}` in turn table schema version {version}, the file has `{found}`"
     )]
     ColumnMismatch {
+        /// The version the file declares.
+        version: u32,
         /// 0-based position of the column.
         index: usize,
         /// Name and type the schema has there.
@@ -54,7 +56,7 @@ pub enum TurnsError {
         found: String,
     },
     /// A column (or list element) that the schema requires holds a null.
-    #[error("column `{column}` holds a null, which schema version {SCHEMA_VERSION} does not allow")]
+    #[error("column `{column}` holds a null, which the turn table schema does not allow")]
     UnexpectedNull {
         /// The column name.
         column: String,

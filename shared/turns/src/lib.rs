@@ -1,10 +1,12 @@
 //! The turn table: agent trajectories stored in Parquet, one row per turn, written by the
 //! ingestion path and read later by the dataset job and the GRPO trainer.
 //!
-//! # Schema version 1
+//! # Schema version 2
 //!
-//! Every file carries the Parquet key-value metadata `agentrl.schema_version = "1"`; readers
-//! refuse files without it or with another version. Columns, in this order (`?` = nullable):
+//! Every file carries the Parquet key-value metadata `agentrl.schema_version = "2"`; readers
+//! refuse files without it, and read version 1 files (the first 36 columns; their one call a
+//! turn comes out as `tool_calls`) as well as version 2. Columns, in this order (`?` =
+//! nullable):
 //!
 //! | column | type | notes |
 //! |---|---|---|
@@ -18,8 +20,8 @@
 //! | `policy_version` | utf8? | for staleness limits |
 //! | `role` | utf8 | system, user, assistant, tool, … |
 //! | `content` | utf8 | |
-//! | `tool_name` | utf8? | |
-//! | `tool_arguments` | utf8? | JSON text |
+//! | `tool_name` | utf8? | the first call's (all of them: `tool_calls`) |
+//! | `tool_arguments` | utf8? | the first call's, as the model produced them |
 //! | `tool_result` | utf8? | |
 //! | `error` | utf8? | |
 //! | `prompt_token_ids` | list\<int32\>? | as produced by the sampler, never re-tokenised |
@@ -44,6 +46,9 @@
 //! | `pii_replacements` | int32 | |
 //! | `message_id` | utf8 | the queue message the row came from (lineage) |
 //! | `ingested_at` | timestamp(ms, "UTC") | |
+//! | `tool_calls` | list\<struct\<id: utf8?, name: utf8, arguments: utf8\>\>? | version 2: every call of the turn, arguments as the model produced them |
+//! | `tool_call_id` | utf8? | version 2: the call a tool turn answers |
+//! | `tools` | utf8? | version 2: the trajectory's tools as OpenAI's `tools` JSON, on each of its rows |
 //!
 //! List elements are never null. Tenant and date are not columns: they are Hive partition keys
 //! in the object path (`trajectories/tenant=…/date=…/`), and Athena rejects a column named like
@@ -91,8 +96,10 @@ mod test_rows;
 
 pub use error::TurnsError;
 pub use reader::{TurnReader, read_turns};
-pub use row::TurnRow;
-pub use schema::{DICTIONARY_COLUMNS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, schema};
+pub use row::{RowToolCall, TurnRow};
+pub use schema::{
+    DICTIONARY_COLUMNS, READABLE_VERSIONS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, V2_COLUMNS, schema,
+};
 pub use writer::{TurnWriter, WriterOptions};
 
 /// Where the turn table lives in the object store:

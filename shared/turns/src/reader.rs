@@ -3,11 +3,14 @@
 use arrow_array::types::{
     ArrowPrimitiveType, Float32Type, Float64Type, Int8Type, Int32Type, TimestampMillisecondType,
 };
-use arrow_array::{Array, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray};
+use arrow_array::{
+    Array, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
+};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::file::reader::ChunkReader;
 
-use crate::schema::{SCHEMA_VERSION, SCHEMA_VERSION_KEY, check_columns};
+use crate::row::RowToolCall;
+use crate::schema::{READABLE_VERSIONS, SCHEMA_VERSION_KEY, check_columns};
 use crate::{TurnRow, TurnsError, schema};
 
 /// Rows decoded at a time: small enough that a batch of rows with token lists stays a few MB.
@@ -19,6 +22,8 @@ pub struct TurnReader {
     /// `None` once the decoder panicked on a damaged file: nothing more is read from it.
     batches: Option<ParquetRecordBatchReader>,
     rows: std::vec::IntoIter<TurnRow>,
+    /// The file's schema version.
+    version: u32,
 }
 
 /// Opens a turn table: held in memory (`Bytes` of a downloaded object) or a `File`, which
@@ -27,7 +32,9 @@ pub struct TurnReader {
 /// # Errors
 ///
 /// [`TurnsError::NotATurnTable`] for a Parquet file without the schema version metadata,
-/// [`TurnsError::UnsupportedSchemaVersion`] for another version,
+/// [`TurnsError::UnsupportedSchemaVersion`] for a version this build does not read (every
+/// version up to [`crate::SCHEMA_VERSION`] is read: an older file's rows come out in the
+/// current shape),
 /// [`TurnsError::ColumnCount`] / [`TurnsError::ColumnMismatch`] when the columns differ from
 /// that version's, [`TurnsError::Parquet`] when `data` is not Parquet at all.
 pub fn read_turns<T: ChunkReader + 'static>(data: T) -> Result<TurnReader, TurnsError> {
@@ -39,15 +46,18 @@ pub fn read_turns<T: ChunkReader + 'static>(data: T) -> Result<TurnReader, Turns
         .and_then(|kvs| kvs.iter().find(|kv| kv.key == SCHEMA_VERSION_KEY))
         .ok_or(TurnsError::NotATurnTable)?;
     let found = version.value.as_deref().unwrap_or_default();
-    if found.parse::<u32>() != Ok(SCHEMA_VERSION) {
-        return Err(TurnsError::UnsupportedSchemaVersion {
+    let version = found
+        .parse::<u32>()
+        .ok()
+        .filter(|v| READABLE_VERSIONS.contains(v))
+        .ok_or_else(|| TurnsError::UnsupportedSchemaVersion {
             found: found.to_owned(),
-        });
-    }
-    check_columns(builder.schema())?;
+        })?;
+    check_columns(builder.schema(), version)?;
     Ok(TurnReader {
         batches: Some(unpanicked(|| builder.with_batch_size(BATCH_ROWS).build())??),
         rows: Vec::new().into_iter(),
+        version,
     })
 }
 
@@ -80,7 +90,7 @@ impl Iterator for TurnReader {
             let batches = self.batches.as_mut()?;
             let decoded = match unpanicked(|| batches.next()) {
                 Ok(None) => return None,
-                Ok(Some(Ok(batch))) => decode(&batch),
+                Ok(Some(Ok(batch))) => decode(&batch, self.version),
                 Ok(Some(Err(err))) => Err(err.into()),
                 Err(damaged) => {
                     self.batches = None;
@@ -95,12 +105,14 @@ impl Iterator for TurnReader {
     }
 }
 
-/// Decodes a batch column by column (in schema order), which keeps each pass over one array.
-fn decode(batch: &RecordBatch) -> Result<Vec<TurnRow>, TurnsError> {
+/// Decodes a batch of a file of schema `version` column by column (in schema order), which
+/// keeps each pass over one array.
+fn decode(batch: &RecordBatch, version: u32) -> Result<Vec<TurnRow>, TurnsError> {
     let mut d = Decoder {
         batch,
         rows: vec![TurnRow::default(); batch.num_rows()],
         next: 0,
+        version,
     };
     d.required_strings(|r, v| r.trajectory_id = v.to_owned())?;
     d.required_strings(|r, v| r.conversation_id = v.to_owned())?;
@@ -138,6 +150,22 @@ fn decode(batch: &RecordBatch) -> Result<Vec<TurnRow>, TurnsError> {
     d.required_values::<Int32Type>(|r, v| r.pii_replacements = v)?;
     d.required_strings(|r, v| r.message_id = v.to_owned())?;
     d.required_values::<TimestampMillisecondType>(|r, v| r.ingested_at_ms = v)?;
+    if version == 1 {
+        // One call per turn, without an id.
+        for r in &mut d.rows {
+            if let Some(name) = &r.tool_name {
+                r.tool_calls = vec![RowToolCall {
+                    id: None,
+                    name: name.clone(),
+                    arguments: r.tool_arguments.clone().unwrap_or_default(),
+                }];
+            }
+        }
+        return Ok(d.rows);
+    }
+    d.tool_calls()?;
+    d.strings(|r, v| r.tool_call_id = v.map(str::to_owned))?;
+    d.strings(|r, v| r.tools = v.map(str::to_owned))?;
     Ok(d.rows)
 }
 
@@ -146,6 +174,7 @@ struct Decoder<'a> {
     batch: &'a RecordBatch,
     rows: Vec<TurnRow>,
     next: usize,
+    version: u32,
 }
 
 impl<'a> Decoder<'a> {
@@ -161,6 +190,7 @@ impl<'a> Decoder<'a> {
         let typed = array.as_any().downcast_ref::<A>().ok_or_else(|| {
             let want = schema().field(index).clone();
             TurnsError::ColumnMismatch {
+                version: self.version,
                 index,
                 expected: format!("{}: {}", want.name(), want.data_type()),
                 found: format!("{}: {}", field.name(), field.data_type()),
@@ -241,6 +271,7 @@ impl<'a> Decoder<'a> {
             .as_any()
             .downcast_ref::<PrimitiveArray<T>>()
             .ok_or_else(|| TurnsError::ColumnMismatch {
+                version: self.version,
                 index,
                 expected: format!("{name}: {}", want.data_type()),
                 found: format!("{name}: {}", list.data_type()),
@@ -257,6 +288,51 @@ impl<'a> Decoder<'a> {
                 items.values()[start..end].to_vec()
             });
             set(row, value);
+        }
+        Ok(())
+    }
+
+    /// `tool_calls`: a list (null: no call) of structs of `id`, `name`, `arguments`.
+    fn tool_calls(&mut self) -> Result<(), TurnsError> {
+        let index = self.next;
+        let list = self.column::<ListArray>(false)?;
+        let mismatch = || TurnsError::ColumnMismatch {
+            version: self.version,
+            index,
+            expected: format!("tool_calls: {}", schema().field(index).data_type()),
+            found: format!("tool_calls: {}", list.data_type()),
+        };
+        let calls = list
+            .values()
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .ok_or_else(mismatch)?;
+        let field = |name: &str| -> Result<&StringArray, TurnsError> {
+            calls
+                .column_by_name(name)
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                .ok_or_else(mismatch)
+        };
+        let (ids, names, arguments) = (field("id")?, field("name")?, field("arguments")?);
+        for (column, array) in [("name", names), ("arguments", arguments)] {
+            if calls.null_count() > 0 || array.null_count() > 0 {
+                return Err(TurnsError::UnexpectedNull {
+                    column: format!("tool_calls.item.{column}"),
+                });
+            }
+        }
+        let offsets = list.value_offsets();
+        for (i, row) in self.rows.iter_mut().enumerate() {
+            if list.is_valid(i) {
+                let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+                row.tool_calls = (start..end)
+                    .map(|j| RowToolCall {
+                        id: ids.is_valid(j).then(|| ids.value(j).to_owned()),
+                        name: names.value(j).to_owned(),
+                        arguments: arguments.value(j).to_owned(),
+                    })
+                    .collect();
+            }
         }
         Ok(())
     }
@@ -373,14 +449,14 @@ mod tests {
 
     #[test]
     fn another_schema_version_is_rejected() {
-        let err = read_turns(foreign(&other_table(), Some("2"))).expect_err("version 2");
+        let err = read_turns(foreign(&other_table(), Some("3"))).expect_err("version 3");
         assert!(
-            matches!(&err, TurnsError::UnsupportedSchemaVersion { found } if found == "2"),
+            matches!(&err, TurnsError::UnsupportedSchemaVersion { found } if found == "3"),
             "{err:?}"
         );
         assert_eq!(
             err.to_string(),
-            "turn table schema version \"2\" is not supported (this build reads version 1)"
+            "turn table schema version \"3\" is not supported (this build reads versions 1 to 2)"
         );
     }
 
@@ -391,6 +467,7 @@ mod tests {
             matches!(
                 err,
                 TurnsError::ColumnCount {
+                    version: 1,
                     expected: 36,
                     found: 2
                 }
@@ -423,12 +500,43 @@ mod tests {
         columns[role] = Arc::new(StringArray::from(vec![None::<&str>]));
         let batch = RecordBatch::try_new(Arc::new(relaxed), columns).expect("relaxed batch");
 
-        let mut reader = read_turns(foreign(&batch, Some("1"))).expect("columns match");
+        let mut reader = read_turns(foreign(&batch, Some("2"))).expect("columns match");
         let err = reader.next().expect("one item").expect_err("null role");
         assert!(
             matches!(&err, TurnsError::UnexpectedNull { column } if column == "role"),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn a_version_1_file_reads_its_one_call_per_turn_as_tool_calls() {
+        let rows = vec![all_set_row(), all_null_row()];
+        let batch = read_turns(write(&rows, 10))
+            .expect("opens")
+            .batches
+            .expect("a decoder")
+            .next()
+            .expect("one batch")
+            .expect("decodes");
+        let v1 = batch
+            .project(&(0..36).collect::<Vec<_>>())
+            .expect("first 36");
+        let back: Vec<TurnRow> = read_turns(foreign(&v1, Some("1")))
+            .expect("a version 1 table")
+            .collect::<Result<_, _>>()
+            .expect("rows decode");
+        let full = &back[0];
+        assert_eq!(
+            full.tool_calls,
+            [RowToolCall {
+                id: None,
+                name: "search".into(),
+                arguments: "{\"q\": \"rust parquet\"}".into(),
+            }]
+        );
+        assert_eq!((&full.tool_call_id, &full.tools), (&None, &None));
+        assert_eq!(full.content, rows[0].content);
+        assert!(back[1].tool_calls.is_empty());
     }
 
     #[test]

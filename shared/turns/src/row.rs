@@ -24,9 +24,9 @@ pub struct TurnRow {
     pub role: String,
     /// Text of the turn (after PII replacement).
     pub content: String,
-    /// Name of the tool called in this turn.
+    /// Name of the turn's first tool call (every call is in `tool_calls`).
     pub tool_name: Option<String>,
-    /// Arguments of the tool call, as JSON text.
+    /// Arguments of the turn's first tool call, as the model produced them.
     pub tool_arguments: Option<String>,
     /// What the tool returned.
     pub tool_result: Option<String>,
@@ -76,4 +76,23 @@ pub struct TurnRow {
     pub message_id: String,
     /// When the row was ingested, in milliseconds since the Unix epoch (UTC).
     pub ingested_at_ms: i64,
+    /// Every tool call of the turn, in order (version 1 files: the one of `tool_name`).
+    pub tool_calls: Vec<RowToolCall>,
+    /// The call a tool turn answers.
+    pub tool_call_id: Option<String>,
+    /// The tools the trajectory offered, as the JSON text of OpenAI's `tools` (function
+    /// specs), repeated on each of its rows (dictionary-encoded): what a chat template
+    /// renders.
+    pub tools: Option<String>,
+}
+
+/// One tool call of a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RowToolCall {
+    /// The call's id, when the sampler gave one.
+    pub id: Option<String>,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the model produced them.
+    pub arguments: String,
 }

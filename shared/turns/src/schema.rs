@@ -1,13 +1,25 @@
-//! The Arrow schema of version 1 of the turn table, and how a file's schema is checked against it.
+//! The Arrow schema of the turn table (version 2, and version 1 for reading older files), and
+//! how a file's schema is checked against its version's.
 
 use std::sync::{Arc, LazyLock};
 
-use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 
 use crate::TurnsError;
 
-/// The version of the turn table schema that this crate writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of the turn table schema that this crate writes. It reads this one and every
+/// earlier one ([`READABLE_VERSIONS`]).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The versions [`crate::read_turns`] reads: version 1 files lack the columns version 2
+/// appended (`tool_calls`, `tool_call_id`, `tools`); their one call per turn is read from
+/// `tool_name` and `tool_arguments`.
+pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+
+/// Columns version 1 has; version 2 appends [`V2_COLUMNS`] after them.
+const V1_COLUMNS: usize = 36;
+/// What version 2 appended.
+pub const V2_COLUMNS: [&str; 3] = ["tool_calls", "tool_call_id", "tools"];
 
 /// The Parquet key-value metadata key that holds [`SCHEMA_VERSION`] as decimal text.
 pub const SCHEMA_VERSION_KEY: &str = "agentrl.schema_version";
@@ -27,12 +39,23 @@ pub const DICTIONARY_COLUMNS: &[&str] = &[
     "tokenizer",
     "termination_reason",
     "message_id",
+    "tools",
 ];
 
 /// List elements are never null; one definition keeps the writer's builders and the schema
 /// equal, which `RecordBatch::try_new` requires.
 pub(crate) fn item(data_type: DataType) -> FieldRef {
     Arc::new(Field::new("item", data_type, false))
+}
+
+/// The fields of one element of `tool_calls`: the call's id (null when the sampler gave
+/// none), the tool's name and the arguments as the model produced them.
+pub(crate) fn tool_call_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("id", DataType::Utf8, true),
+        Field::new("name", DataType::Utf8, false),
+        Field::new("arguments", DataType::Utf8, false),
+    ])
 }
 
 pub(crate) const TIMEZONE: &str = "UTC";
@@ -82,6 +105,9 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
             DataType::Timestamp(TimeUnit::Millisecond, Some(TIMEZONE.into())),
             false,
         ),
+        list("tool_calls", DataType::Struct(tool_call_fields())),
+        utf8("tool_call_id", true),
+        utf8("tools", true),
     ]))
 });
 
@@ -90,23 +116,31 @@ pub fn schema() -> SchemaRef {
     Arc::clone(&SCHEMA)
 }
 
-/// Checks that `found` has the columns of [`schema`], in order and with the same types.
+/// Checks that `found` has the columns of schema `version`, in order and with the same types.
 ///
 /// Nullability is not compared, neither of columns nor of list elements: another writer of the
 /// table (pyarrow, DuckDB) may declare everything nullable. The reader checks instead that no
 /// null appears where the schema forbids one.
-pub(crate) fn check_columns(found: &Schema) -> Result<(), TurnsError> {
-    let expected = schema();
-    if found.fields().len() != expected.fields().len() {
+pub(crate) fn check_columns(found: &Schema, version: u32) -> Result<(), TurnsError> {
+    let full = schema();
+    let count = if version == 1 {
+        V1_COLUMNS
+    } else {
+        full.fields().len()
+    };
+    let expected = &full.fields()[..count];
+    if found.fields().len() != expected.len() {
         return Err(TurnsError::ColumnCount {
-            expected: expected.fields().len(),
+            version,
+            expected: expected.len(),
             found: found.fields().len(),
         });
     }
     let describe = |field: &Field| format!("{}: {}", field.name(), field.data_type());
-    for (index, (want, got)) in expected.fields().iter().zip(found.fields()).enumerate() {
+    for (index, (want, got)) in expected.iter().zip(found.fields()).enumerate() {
         if want.name() != got.name() || !same_type(want.data_type(), got.data_type()) {
             return Err(TurnsError::ColumnMismatch {
+                version,
                 index,
                 expected: describe(want),
                 found: describe(got),
@@ -118,7 +152,14 @@ pub(crate) fn check_columns(found: &Schema) -> Result<(), TurnsError> {
 
 fn same_type(want: &DataType, got: &DataType) -> bool {
     match (want, got) {
-        (DataType::List(want), DataType::List(got)) => want.data_type() == got.data_type(),
+        (DataType::List(want), DataType::List(got)) => same_type(want.data_type(), got.data_type()),
+        (DataType::Struct(want), DataType::Struct(got)) => {
+            want.len() == got.len()
+                && want
+                    .iter()
+                    .zip(got)
+                    .all(|(w, g)| w.name() == g.name() && same_type(w.data_type(), g.data_type()))
+        }
         _ => want == got,
     }
 }
@@ -157,7 +198,7 @@ mod tests {
                 })
                 .collect::<Vec<_>>(),
         );
-        check_columns(&relaxed).expect("only nullability and element names differ");
+        check_columns(&relaxed, SCHEMA_VERSION).expect("only nullability and element names differ");
 
         let mut fields: Vec<Field> = schema()
             .fields()
@@ -165,15 +206,34 @@ mod tests {
             .map(|f| f.as_ref().clone())
             .collect();
         fields[2] = Field::new("turn_index", DataType::Int64, false);
-        let err = check_columns(&Schema::new(fields)).expect_err("int64 is not int32");
+        let err = check_columns(&Schema::new(fields.clone()), SCHEMA_VERSION)
+            .expect_err("int64 is not int32");
         assert!(
             matches!(err, TurnsError::ColumnMismatch { index: 2, .. }),
             "{err}"
         );
         assert_eq!(
             err.to_string(),
-            "column 2 should be `turn_index: Int32` in turn table schema version 1, \
+            "column 2 should be `turn_index: Int32` in turn table schema version 2, \
              the file has `turn_index: Int64`"
         );
+    }
+
+    #[test]
+    fn version_1_is_the_first_36_columns() {
+        let v1 = Schema::new(schema().fields()[..V1_COLUMNS].to_vec());
+        check_columns(&v1, 1).expect("version 1's columns");
+        let err = check_columns(&v1, 2).expect_err("version 2 has more");
+        assert!(
+            matches!(err, TurnsError::ColumnCount { found: 36, .. }),
+            "{err}"
+        );
+        assert_eq!(schema().fields()[V1_COLUMNS - 1].name(), "ingested_at");
+        let full = schema();
+        let appended: Vec<&str> = full.fields()[V1_COLUMNS..]
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(appended, V2_COLUMNS);
     }
 }

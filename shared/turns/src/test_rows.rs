@@ -4,7 +4,7 @@
 //! Shared by the unit tests and `tests/python_readers.rs` (through `#[path]`), so both check the
 //! same edge cases; `super::TurnRow` resolves in either crate.
 
-use super::TurnRow;
+use super::{RowToolCall, TurnRow};
 
 const TEXTS: &[&str] = &[
     "Plain ASCII answer.",
@@ -79,6 +79,20 @@ pub fn all_set_row() -> TurnRow {
         pii_replacements: 2,
         message_id: "m-full".into(),
         ingested_at_ms: 1_795_000_000_123,
+        tool_calls: vec![
+            RowToolCall {
+                id: Some("call_a".into()),
+                name: "search".into(),
+                arguments: "{\"q\": \"rust parquet\"}".into(),
+            },
+            RowToolCall {
+                id: None,
+                name: "édit".into(),
+                arguments: "{\"path\": \"日本.rs\"".into(),
+            },
+        ],
+        tool_call_id: Some("call_0".into()),
+        tools: Some("[{\"type\": \"function\", \"function\": {\"name\": \"search\"}}]".into()),
     }
 }
 
@@ -152,6 +166,24 @@ pub fn varied_row(i: u64) -> TurnRow {
         pii_replacements: (r % 4) as i32,
         message_id: format!("msg-{trajectory:06}"),
         ingested_at_ms: 1_795_000_000_000 + i as i64 * 1000,
+        tool_calls: if role == "assistant" {
+            (0..r % 3)
+                .map(|k| RowToolCall {
+                    id: bit(35 + k as u32).then(|| format!("call_{i}_{k}")),
+                    name: ["search", "run_tests", "édit"][((r >> 40) + k) as usize % 3].into(),
+                    arguments: format!("{{\"n\": {k}}}"),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+        tool_call_id: (role == "tool" && bit(38)).then(|| format!("call_{}_0", i - 1)),
+        tools: bit(39).then(|| {
+            format!(
+                "[{{\"type\": \"function\", \"function\": {{\"name\": \"t{}\"}}}}]",
+                trajectory % 3
+            )
+        }),
     }
 }
 

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Float32Builder, Float64Builder, Int8Builder, Int32Builder, ListBuilder,
-    PrimitiveBuilder, StringBuilder, TimestampMillisecondBuilder,
+    ArrayBuilder, BooleanBuilder, Float32Builder, Float64Builder, Int8Builder, Int32Builder,
+    ListBuilder, PrimitiveBuilder, StringBuilder, StructBuilder, TimestampMillisecondBuilder,
 };
 use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -19,7 +19,9 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
-use crate::schema::{DICTIONARY_COLUMNS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, TIMEZONE, item};
+use crate::schema::{
+    DICTIONARY_COLUMNS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, TIMEZONE, item, tool_call_fields,
+};
 use crate::{TurnRow, TurnsError, schema};
 
 /// Rows converted to Arrow and encoded at a time. Row groups are made of several such batches,
@@ -205,22 +207,37 @@ impl<W: Write + Send> TurnWriter<W> {
     }
 }
 
-/// Encodes each column of `batch` with its writer, spreading the columns over `threads` threads
-/// by size (largest first onto the least loaded thread: the token lists dominate, so they get a
-/// thread each when there are enough).
+/// Parquet leaves (and so column writers) of an Arrow type: one, or one per field of a
+/// struct (`tool_calls` has three).
+fn leaves(data_type: &DataType) -> usize {
+    match data_type {
+        DataType::Struct(fields) => fields.iter().map(|f| leaves(f.data_type())).sum(),
+        DataType::List(item) => leaves(item.data_type()),
+        _ => 1,
+    }
+}
+
+/// One Arrow column's work: its leaves' writers, in order.
+type Work<'a> = (Vec<&'a mut ArrowColumnWriter>, &'a FieldRef, &'a ArrayRef);
+
+/// Encodes each column of `batch` with its writers, spreading the columns over `threads`
+/// threads by size (largest first onto the least loaded thread: the token lists dominate, so
+/// they get a thread each when there are enough).
 fn encode_columns(
     writers: &mut [ArrowColumnWriter],
     batch: &RecordBatch,
     threads: usize,
 ) -> Result<(), TurnsError> {
     let schema = batch.schema();
-    // No column of the schema is a struct, so there is exactly one Parquet leaf (and writer)
-    // per Arrow column, in the same order.
-    let work: Vec<(&mut ArrowColumnWriter, &FieldRef, &ArrayRef)> = writers
-        .iter_mut()
-        .zip(schema.fields())
+    let mut rest = writers.iter_mut();
+    let work: Vec<Work<'_>> = schema
+        .fields()
+        .iter()
         .zip(batch.columns())
-        .map(|((writer, field), array)| (writer, field, array))
+        .map(|(field, array)| {
+            let mine = rest.by_ref().take(leaves(field.data_type())).collect();
+            (mine, field, array)
+        })
         .collect();
     let threads = threads.min(work.len()).max(1);
     if threads == 1 {
@@ -254,11 +271,9 @@ fn encode_columns(
     })
 }
 
-fn encode_share(
-    share: Vec<(&mut ArrowColumnWriter, &FieldRef, &ArrayRef)>,
-) -> Result<(), TurnsError> {
-    for (writer, field, array) in share {
-        for leaf in compute_leaves(field, array)? {
+fn encode_share(share: Vec<Work<'_>>) -> Result<(), TurnsError> {
+    for (writers, field, array) in share {
+        for (writer, leaf) in writers.into_iter().zip(compute_leaves(field, array)?) {
             writer.write(&leaf)?;
         }
     }
@@ -304,6 +319,32 @@ struct Columns {
     pii_replacements: Int32Builder,
     message_id: StringBuilder,
     ingested_at: TimestampMillisecondBuilder,
+    tool_calls: ListBuilder<StructBuilder>,
+    tool_call_id: StringBuilder,
+    tools: StringBuilder,
+}
+
+fn tool_calls_builder() -> ListBuilder<StructBuilder> {
+    let strings = || Box::new(StringBuilder::new()) as Box<dyn ArrayBuilder>;
+    let calls = StructBuilder::new(tool_call_fields(), vec![strings(), strings(), strings()]);
+    ListBuilder::new(calls).with_field(item(DataType::Struct(tool_call_fields())))
+}
+
+/// Appends a turn's calls; no call is a null list.
+fn append_calls(builder: &mut ListBuilder<StructBuilder>, calls: &[crate::row::RowToolCall]) {
+    fn text(values: &mut StructBuilder, i: usize) -> &mut StringBuilder {
+        values
+            .field_builder::<StringBuilder>(i)
+            .expect("tool_calls fields are strings")
+    }
+    let values = builder.values();
+    for call in calls {
+        text(values, 0).append_option(call.id.as_deref());
+        text(values, 1).append_value(&call.name);
+        text(values, 2).append_value(&call.arguments);
+        values.append(true);
+    }
+    builder.append(!calls.is_empty());
 }
 
 fn list_builder<T: ArrowPrimitiveType>(data_type: DataType) -> ListBuilder<PrimitiveBuilder<T>> {
@@ -363,6 +404,9 @@ impl Columns {
             pii_replacements: Int32Builder::new(),
             message_id: StringBuilder::new(),
             ingested_at: TimestampMillisecondBuilder::new().with_timezone(TIMEZONE),
+            tool_calls: tool_calls_builder(),
+            tool_call_id: StringBuilder::new(),
+            tools: StringBuilder::new(),
         }
     }
 
@@ -415,6 +459,9 @@ impl Columns {
         self.pii_replacements.append_value(row.pii_replacements);
         self.message_id.append_value(&row.message_id);
         self.ingested_at.append_value(row.ingested_at_ms);
+        append_calls(&mut self.tool_calls, &row.tool_calls);
+        self.tool_call_id.append_option(row.tool_call_id.as_deref());
+        self.tools.append_option(row.tools.as_deref());
     }
 
     /// The buffered rows as arrays in schema order; the builders start over empty.
@@ -457,6 +504,9 @@ impl Columns {
             Arc::new(self.pii_replacements.finish()),
             Arc::new(self.message_id.finish()),
             Arc::new(self.ingested_at.finish()),
+            Arc::new(self.tool_calls.finish()),
+            Arc::new(self.tool_call_id.finish()),
+            Arc::new(self.tools.finish()),
         ]
     }
 }
@@ -572,7 +622,7 @@ mod tests {
             .iter()
             .find(|kv| kv.key == SCHEMA_VERSION_KEY)
             .expect("version key");
-        assert_eq!(version.value.as_deref(), Some("1"));
+        assert_eq!(version.value.as_deref(), Some("2"));
 
         for group in metadata.row_groups() {
             for column in group.columns() {

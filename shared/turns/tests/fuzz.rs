@@ -9,7 +9,7 @@ mod test_rows;
 
 use std::sync::OnceLock;
 
-use agentrl_turns::{TurnRow, TurnWriter, WriterOptions, read_turns};
+use agentrl_turns::{RowToolCall, TurnRow, TurnWriter, WriterOptions, read_turns};
 use bytes::Bytes;
 use proptest::prelude::*;
 

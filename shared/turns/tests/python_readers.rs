@@ -8,7 +8,7 @@ use agentrl_testkit::venv_python;
 use std::path::Path;
 use std::process::Command;
 
-use agentrl_turns::{TurnRow, TurnWriter, WriterOptions, schema};
+use agentrl_turns::{RowToolCall, TurnRow, TurnWriter, WriterOptions, schema};
 use arrow_schema::DataType;
 use serde_json::{Value, json};
 
@@ -71,7 +71,16 @@ fn row_json(r: &TurnRow) -> Value {
         "termination_reason": r.termination_reason, "truncated": r.truncated,
         "dp_epsilon": r.dp_epsilon, "pii_replacements": r.pii_replacements,
         "message_id": r.message_id, "ingested_at": r.ingested_at_ms,
+        "tool_calls": (!r.tool_calls.is_empty()).then(|| calls_json(&r.tool_calls)),
+        "tool_call_id": r.tool_call_id, "tools": r.tools,
     })
+}
+
+fn calls_json(calls: &[RowToolCall]) -> Vec<Value> {
+    calls
+        .iter()
+        .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+        .collect()
 }
 
 /// The type names pyarrow and DuckDB print for each Arrow type of the schema.
@@ -87,6 +96,28 @@ fn type_names(data_type: &DataType) -> (String, String) {
         DataType::List(item) => {
             let (pa, duck) = type_names(item.data_type());
             return (format!("list<item: {pa} not null>"), format!("{duck}[]"));
+        }
+        DataType::Struct(fields) => {
+            let pa = fields
+                .iter()
+                .map(|f| {
+                    let (pa, _) = type_names(f.data_type());
+                    let null = if f.is_nullable() { "" } else { " not null" };
+                    format!("{}: {pa}{null}", f.name())
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            // DuckDB quotes the field names that are its keywords.
+            let quoted = |name: &str| match name {
+                "name" => format!("\"{name}\""),
+                _ => name.to_owned(),
+            };
+            let duck = fields
+                .iter()
+                .map(|f| format!("{} {}", quoted(f.name()), type_names(f.data_type()).1))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return (format!("struct<{pa}>"), format!("STRUCT({duck})"));
         }
         other => panic!("no reader type name for {other}"),
     };
@@ -194,7 +225,10 @@ fn pyarrow_and_duckdb_read_what_the_writer_wrote() {
     assert_eq!(pa["num_row_groups"], json!(ROWS.div_ceil(ROWS_PER_GROUP)));
     assert_eq!(pa["first_compression"], "ZSTD");
     assert_eq!(pa["compressions"], json!(["ZSTD"]), "every column chunk");
-    assert_eq!(pa["schema_version"], "1");
+    assert_eq!(
+        pa["schema_version"],
+        agentrl_turns::SCHEMA_VERSION.to_string()
+    );
 }
 
 #[test]

@@ -1,11 +1,9 @@
 //! A session's calls become trajectories: the conversation as the agent carried it from call
 //! to call, each reply with the upstream's token ids. A session whose calls asked for `n > 1`
 //! choices becomes a group of `n` trajectories, the `i`-th following choice `i` of every
-//! such call (a call with fewer choices contributes its last).
-//!
-//! Until the turn schema carries several tool calls per turn, a reply with `k` parallel tool
-//! calls is recorded as `k` consecutive assistant turns: the first holds the reply's text and
-//! token ids (which cover every call the model produced), the others one call each.
+//! such call (a call with fewer choices contributes its last). A reply's parallel tool calls
+//! are one assistant turn's `tool_calls`, each with its id and the arguments string the model
+//! produced; a tool message's turn names the call it answers (`tool_call_id`).
 
 use std::collections::BTreeMap;
 
@@ -14,7 +12,7 @@ use serde_json::Value;
 
 use super::record::{CallRecord, ChoiceRecord, RecordedToolCall};
 use crate::FieldError;
-use crate::trajectory::{FinalOutcome, Role, ToolCall, ToolSpec, Trajectory, Turn};
+use crate::trajectory::{FinalOutcome, Role, ToolCall, ToolSpec, Trajectory, Turn, check_id};
 
 /// The optional body of `POST /gateway/{agent_id}/sessions/{session_id}/end`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -129,9 +127,9 @@ fn turns(calls: &[CallRecord], i: usize) -> Vec<Turn> {
         } else {
             0
         };
-        turns.extend(call.messages[start..].iter().flat_map(message_turns));
+        turns.extend(call.messages[start..].iter().map(message_turn));
         if let Some(choice) = call.choices.get(i).or(call.choices.last()) {
-            turns.extend(reply_turns(call, choice));
+            turns.push(reply_turn(call, choice));
         }
         recorded = call.messages.len() + 1;
     }
@@ -157,11 +155,16 @@ fn text(content: Option<&Value>) -> String {
     }
 }
 
-/// The turns of one request message.
-fn message_turns(m: &Value) -> Vec<Turn> {
+/// An id the trajectory can hold (`[A-Za-z0-9_.:@/-]`, 1 to 128); another is left out.
+fn usable_id(id: &str) -> Option<String> {
+    check_id("id", id).is_ok().then(|| id.to_owned())
+}
+
+/// The turn of one request message.
+fn message_turn(m: &Value) -> Turn {
     let content = text(m.get("content"));
     match m.get("role").and_then(Value::as_str).unwrap_or_default() {
-        "system" | "developer" => vec![Turn::text(Role::System, &content)],
+        "system" | "developer" => Turn::text(Role::System, &content),
         "assistant" => {
             let calls: Vec<RecordedToolCall> = m
                 .get("tool_calls")
@@ -183,64 +186,49 @@ fn message_turns(m: &Value) -> Vec<Turn> {
                     }
                 })
                 .collect();
-            assistant_turns(content, &calls)
+            assistant_turn(content, &calls)
         }
-        "tool" | "function" => vec![Turn {
+        "tool" | "function" => Turn {
             tool_result: Some(content),
+            tool_call_id: m
+                .get("tool_call_id")
+                .and_then(Value::as_str)
+                .and_then(usable_id),
             ..Turn::text(Role::Tool, "")
-        }],
-        _ => vec![Turn::text(Role::User, &content)],
+        },
+        _ => Turn::text(Role::User, &content),
     }
 }
 
-/// An assistant message's turns: its text with its first tool call, then one turn per
-/// further call.
-fn assistant_turns(content: String, calls: &[RecordedToolCall]) -> Vec<Turn> {
-    let mut turns = vec![Turn::text(Role::Assistant, &content)];
-    for (k, call) in calls.iter().enumerate() {
-        if k > 0 {
-            turns.push(Turn::text(Role::Assistant, ""));
-        }
-        let turn = turns.last_mut().expect("one turn at least");
-        match serde_json::from_str::<Value>(&call.arguments) {
-            Ok(arguments @ Value::Object(_)) => {
-                turn.tool_call = Some(ToolCall {
-                    name: call.name.clone(),
-                    arguments,
-                });
-            }
-            _ => {
-                turn.tool_call = Some(ToolCall {
-                    name: call.name.clone(),
-                    arguments: Value::Object(serde_json::Map::new()),
-                });
-                turn.error = Some(format!(
-                    "the arguments of tool call {} are not a JSON object: {}",
-                    call.id, call.arguments
-                ));
-            }
-        }
+/// An assistant message's turn: its text and its calls, the arguments as the model produced
+/// them (a string that is not a JSON object is kept, and scores as an invalid call).
+fn assistant_turn(content: String, calls: &[RecordedToolCall]) -> Turn {
+    Turn {
+        tool_calls: calls
+            .iter()
+            .map(|call| ToolCall {
+                id: usable_id(&call.id),
+                name: call.name.clone(),
+                arguments: Value::String(call.arguments.clone()),
+            })
+            .collect(),
+        ..Turn::text(Role::Assistant, content)
     }
-    turns
 }
 
-/// A reply's turns, the first with the call's token ids.
-fn reply_turns(call: &CallRecord, choice: &ChoiceRecord) -> Vec<Turn> {
-    let mut turns = assistant_turns(choice.content.clone(), &choice.tool_calls);
-    let first = &mut turns[0];
+/// A reply's turn, with the call's token ids.
+fn reply_turn(call: &CallRecord, choice: &ChoiceRecord) -> Turn {
+    let mut turn = assistant_turn(choice.content.clone(), &choice.tool_calls);
     if let Some(ids) = &choice.token_ids {
-        first.prompt_token_ids.clone_from(&call.prompt_token_ids);
-        first.response_token_ids = Some(ids.clone());
-        first.loss_mask = Some(vec![1; ids.len()]);
-        first.behavior_logprobs = choice.logprobs.clone().filter(|l| l.len() == ids.len());
+        turn.prompt_token_ids.clone_from(&call.prompt_token_ids);
+        turn.response_token_ids = Some(ids.clone());
+        turn.loss_mask = Some(vec![1; ids.len()]);
+        turn.behavior_logprobs = choice.logprobs.clone().filter(|l| l.len() == ids.len());
     }
     if call.truncated {
-        first.error = Some(match first.error.take() {
-            Some(e) => format!("{TRUNCATED}; {e}"),
-            None => TRUNCATED.to_owned(),
-        });
+        turn.error = Some(TRUNCATED.to_owned());
     }
-    turns
+    turn
 }
 
 #[cfg(test)]
@@ -313,17 +301,28 @@ mod tests {
         assert_eq!(t.policy_version.as_deref(), Some("v1"));
         let roles: Vec<Role> = t.turns.iter().map(|t| t.role).collect();
         use Role::{Assistant as A, System as S, Tool as T, User as U};
-        assert_eq!(roles, [S, U, A, A, T, T, A]);
-        assert_eq!(t.turns[2].response_token_ids, Some(vec![9, 9]));
+        assert_eq!(roles, [S, U, A, T, T, A]);
+        let reply = &t.turns[2];
+        assert_eq!(reply.response_token_ids, Some(vec![9, 9]));
+        let calls: Vec<(Option<&str>, &Value)> = reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_deref(), &c.arguments))
+            .collect();
         assert_eq!(
-            t.turns[2].tool_call.as_ref().unwrap().arguments,
-            json!({"q": "x"})
+            calls,
+            [
+                (Some("call_1"), &json!("{\"q\": \"x\"}")),
+                (Some("call_2"), &json!("not json"))
+            ],
+            "both calls, the arguments as the model produced them"
         );
-        assert!(t.turns[3].error.as_ref().unwrap().contains("call_2"));
-        assert_eq!(t.turns[5].tool_result.as_deref(), Some("bad"));
-        assert_eq!(t.turns[6].response_token_ids, Some(vec![4, 5, 6]));
-        assert_eq!(t.turns[6].behavior_logprobs, Some(vec![-0.5; 3]));
-        assert_eq!(t.turns[6].prompt_token_ids, Some(vec![1, 2]));
+        assert_eq!(t.turns[3].tool_call_id.as_deref(), Some("call_1"));
+        assert_eq!(t.turns[4].tool_call_id.as_deref(), Some("call_2"));
+        assert_eq!(t.turns[4].tool_result.as_deref(), Some("bad"));
+        assert_eq!(t.turns[5].response_token_ids, Some(vec![4, 5, 6]));
+        assert_eq!(t.turns[5].behavior_logprobs, Some(vec![-0.5; 3]));
+        assert_eq!(t.turns[5].prompt_token_ids, Some(vec![1, 2]));
         assert_eq!(t.tools.len(), 1);
         assert_eq!(t.final_outcome.as_ref().unwrap().reward, Some(1.0));
         assert!(t.validate().is_ok());

@@ -116,7 +116,8 @@ pub fn anonymize(
         {
             pass.text(s);
         }
-        if let Some(call) = &mut turn.tool_call {
+        for call in turn.tool_call.iter_mut().chain(&mut turn.tool_calls) {
+            // A raw arguments string is scrubbed as text, an object leaf by leaf.
             pass.json(&mut call.arguments);
         }
     }

@@ -103,9 +103,20 @@ pub struct Turn {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(max_length = 262_144))]
     pub content: String,
-    /// The tool the assistant called in this turn: assistant turns only.
+    /// The tool the assistant called in this turn: assistant turns only. The shape before
+    /// `tool_calls`, still taken (not with `tool_calls`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call: Option<ToolCall>,
+    /// The tools the assistant called in this turn, in the order it produced them (parallel
+    /// calls): assistant turns only, at most 64.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 64))]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a tool turn answers (a `tool_calls[].id` of an earlier assistant turn): tool
+    /// turns only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
+    pub tool_call_id: Option<String>,
     /// What a tool returned (at most 262144 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(max_length = 262_144))]
@@ -172,6 +183,8 @@ impl Turn {
             role,
             content: content.into(),
             tool_call: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
             tool_result: None,
             error: None,
             reward: None,
@@ -182,6 +195,16 @@ impl Turn {
             tokenizer: None,
         }
     }
+
+    /// Every call of the turn: `tool_call`, then `tool_calls`.
+    pub fn calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.tool_call.iter().chain(&self.tool_calls)
+    }
+
+    /// Whether the turn calls a tool.
+    pub fn has_calls(&self) -> bool {
+        self.tool_call.is_some() || !self.tool_calls.is_empty()
+    }
 }
 
 /// A call the assistant made.
@@ -189,13 +212,43 @@ impl Turn {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
+    /// The call's id, which the tool turn answering it names in `tool_call_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
+    pub id: Option<String>,
     /// The called tool's name (an id).
     #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_.:@/-]{1,128}$"))]
     pub name: String,
-    /// The arguments: must be a JSON object (not a JSON-encoded string), nested at most 64
-    /// levels deep.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    /// The arguments: a JSON object (nested at most 64 levels deep), or the string the model
+    /// produced, as OpenAI-compatible servers return it (at most 262144 characters; a string
+    /// that is not a JSON object is kept, and scores as an invalid call).
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::tool_arguments))]
     pub arguments: serde_json::Value,
+}
+
+impl ToolCall {
+    /// The arguments as the model produced them: a string as it is, an object as compact
+    /// JSON.
+    #[must_use]
+    pub fn arguments_text(&self) -> String {
+        match &self.arguments {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The arguments as a JSON object: the object, or the string parsed, when it is one.
+    #[must_use]
+    pub fn arguments_object(&self) -> Option<std::borrow::Cow<'_, serde_json::Value>> {
+        match &self.arguments {
+            serde_json::Value::Object(_) => Some(std::borrow::Cow::Borrowed(&self.arguments)),
+            serde_json::Value::String(s) => serde_json::from_str::<serde_json::Value>(s)
+                .ok()
+                .filter(serde_json::Value::is_object)
+                .map(std::borrow::Cow::Owned),
+            _ => None,
+        }
+    }
 }
 
 /// How the episode ended.
@@ -252,6 +305,19 @@ mod openapi {
                 "^[A-Za-z0-9_.:@/-]{{1,{}}}$",
                 Limits::MAX_ID_CHARS
             )))
+            .build()
+    }
+
+    /// Tool-call arguments: a JSON object, or the string the model produced.
+    pub(super) fn tool_arguments() -> Object {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::from_iter([Type::Object, Type::String]))
+            .description(Some(format!(
+                "A JSON object, or the arguments string the model produced (at most {} \
+                 characters).",
+                Limits::MAX_TEXT_CHARS
+            )))
+            .max_length(Some(Limits::MAX_TEXT_CHARS))
             .build()
     }
 

@@ -178,17 +178,25 @@ pub fn turn_rewards(t: &Trajectory, w: &TurnRewardWeights, scrubber: &Scrubber) 
         let information_gain = novelty(&words, &seen);
         remember(&words, &mut seen);
 
-        let record = turn.tool_call.as_ref().map(|call| CallRecord {
-            name: &call.name,
-            arguments: json::canonical(&call.arguments),
-            errored: has_error(turn),
-        });
-        let tool = turn
-            .tool_call
-            .as_ref()
-            .zip(record.as_ref())
-            .map(|(call, rec)| tool_signals(t, call, rec, previous.as_ref(), &mut calls));
-        previous = record;
+        // Parallel calls are scored one by one, each against the call before it, and the
+        // turn gets their mean (error handling: their worst).
+        let mut signals = Vec::new();
+        for call in turn.calls() {
+            let record = CallRecord {
+                name: &call.name,
+                arguments: canonical_arguments(call),
+                errored: has_error(turn),
+            };
+            signals.push(tool_signals(
+                t,
+                call,
+                &record,
+                previous.as_ref(),
+                &mut calls,
+            ));
+            previous = Some(record);
+        }
+        let tool = ToolSignals::combined(&signals);
 
         let format_correctness = format_score(turn, tool.map(|s| s.call_valid));
         let task_progress = match turn.reward.filter(|r| r.is_finite()) {
@@ -222,6 +230,27 @@ struct CallRecord<'a> {
     name: &'a str,
     arguments: String,
     errored: bool,
+}
+
+/// The arguments as the signals compare them: an object key-sorted, a string that is not one
+/// as it is.
+fn canonical_arguments(call: &ToolCall) -> String {
+    call.arguments_object()
+        .map_or_else(|| call.arguments_text(), |o| json::canonical(&o))
+}
+
+impl ToolSignals {
+    /// One turn's signals from its calls' (`None` without calls).
+    fn combined(calls: &[ToolSignals]) -> Option<Self> {
+        let n = calls.len() as f64;
+        let mean = |f: fn(&ToolSignals) -> f64| calls.iter().map(f).sum::<f64>() / n;
+        (!calls.is_empty()).then(|| ToolSignals {
+            call_valid: mean(|s| s.call_valid),
+            tool_choice: mean(|s| s.tool_choice),
+            error_handling: calls.iter().map(|s| s.error_handling).fold(1.0, f64::min),
+            efficiency: mean(|s| s.efficiency),
+        })
+    }
 }
 
 fn tool_signals<'a>(
@@ -265,11 +294,11 @@ fn outcome_score(o: &FinalOutcome) -> f64 {
 
 fn turn_text(turn: &Turn) -> String {
     let mut text = turn.content.clone();
-    if let Some(call) = &turn.tool_call {
+    for call in turn.calls() {
         text.push('\n');
         text.push_str(&call.name);
         text.push('\n');
-        text.push_str(&json::canonical(&call.arguments));
+        text.push_str(&canonical_arguments(call));
     }
     for s in [&turn.tool_result, &turn.error].into_iter().flatten() {
         text.push('\n');
@@ -334,16 +363,18 @@ fn novelty(words: &[u64], seen: &HashSet<u64>) -> f64 {
     new as f64 / own.len() as f64
 }
 
+/// Whether the arguments are a JSON object that satisfies the tool's schema (a string the
+/// model produced that does not parse as one is an invalid call).
 fn call_validity(t: &Trajectory, call: &ToolCall) -> f64 {
-    if !call.arguments.is_object() {
+    let Some(arguments) = call.arguments_object() else {
         return 0.0;
-    }
+    };
     let schema = t
         .tools
         .iter()
         .find(|s| s.name == call.name)
         .and_then(|s| s.parameters.as_ref());
-    flag(schema.is_none_or(|s| schema::check(s, &call.arguments).is_ok()))
+    flag(schema.is_none_or(|s| schema::check(s, &arguments).is_ok()))
 }
 
 /// Fenced code blocks of `content`: (info string, body, closed).
@@ -374,7 +405,7 @@ fn parses_as_json(s: &str) -> bool {
 
 fn format_score(turn: &Turn, call_valid: Option<f64>) -> f64 {
     let content = turn.content.trim();
-    let mut checks = vec![flag(!content.is_empty() || turn.tool_call.is_some())];
+    let mut checks = vec![flag(!content.is_empty() || turn.has_calls())];
     let blocks = fenced_blocks(&turn.content);
     if !blocks.is_empty() {
         checks.push(flag(blocks.iter().all(|b| b.2)));
@@ -442,11 +473,16 @@ fn dangerous_command(text: &str) -> bool {
 
 fn violates_safety(turn: &Turn, scrubber: &Scrubber) -> bool {
     let leaks = |s: &str| scrubber.scrub(s).found.keys().any(|k| k.is_credential());
-    let arguments = turn
-        .tool_call
-        .as_ref()
-        .map(|c| json::string_leaves(&c.arguments))
-        .unwrap_or_default();
+    let arguments: Vec<String> = turn
+        .calls()
+        .flat_map(|c| match c.arguments_object() {
+            Some(o) => json::string_leaves(&o)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            None => vec![c.arguments_text()],
+        })
+        .collect();
     arguments.iter().any(|s| dangerous_command(s) || leaks(s))
         || fenced_blocks(&turn.content)
             .iter()
@@ -468,6 +504,7 @@ mod tests {
     fn call(name: &str, arguments: serde_json::Value) -> Turn {
         let mut t = turn(Role::Assistant, "");
         t.tool_call = Some(ToolCall {
+            id: None,
             name: name.to_owned(),
             arguments,
         });
@@ -745,6 +782,7 @@ mod tests {
             .prop_map(|(role, content, call, error, reward)| {
                 let mut t = turn(role, &content);
                 t.tool_call = call.map(|(name, arguments)| ToolCall {
+                    id: None,
                     name: name.to_owned(),
                     arguments,
                 });

@@ -173,7 +173,8 @@ impl Trajectory {
     ///
     /// Besides each field's own limits (which the OpenAPI schema states), the rules that no
     /// schema of one field can: tool names are unique; only assistant turns carry a
-    /// `tool_call`; `loss_mask` and `behavior_logprobs` need `response_token_ids`, with as many
+    /// `tool_call` or `tool_calls` (not both), only tool turns a `tool_call_id`; `loss_mask`
+    /// and `behavior_logprobs` need `response_token_ids`, with as many
     /// entries; all text together is at most [`Limits::MAX_TOTAL_TEXT_BYTES`]; tool arguments
     /// and parameter schemas nest at most [`Limits::MAX_JSON_DEPTH`] levels.
     ///
@@ -241,20 +242,49 @@ impl Trajectory {
             if let Some(e) = &turn.error {
                 total += check_text(format!("{p}.error"), e)?;
             }
-            if let Some(call) = &turn.tool_call {
+            ensure(
+                turn.tool_call.is_none() || turn.tool_calls.is_empty(),
+                format!("{p}.tool_call"),
+                "give the calls in tool_calls, not in tool_call as well",
+            )?;
+            ensure(
+                turn.tool_calls.len() <= Limits::MAX_TOOLS,
+                format!("{p}.tool_calls"),
+                "has more than 64 calls",
+            )?;
+            let single = turn.tool_call.iter().map(|c| (format!("{p}.tool_call"), c));
+            let several = (turn.tool_calls.iter().enumerate())
+                .map(|(j, c)| (format!("{p}.tool_calls[{j}]"), c));
+            for (field, call) in single.chain(several) {
                 ensure(
                     turn.role == Role::Assistant,
-                    format!("{p}.tool_call"),
+                    field.clone(),
                     "only assistant turns may call tools",
                 )?;
-                check_id(&format!("{p}.tool_call.name"), &call.name)?;
-                let field = format!("{p}.tool_call.arguments");
+                if let Some(id) = &call.id {
+                    check_id(&format!("{field}.id"), id)?;
+                }
+                check_id(&format!("{field}.name"), &call.name)?;
+                let field = format!("{field}.arguments");
+                total += match &call.arguments {
+                    serde_json::Value::String(text) => check_text(field, text)?,
+                    arguments => {
+                        ensure(
+                            arguments.is_object(),
+                            field.clone(),
+                            "must be a JSON object, or the arguments string the model produced",
+                        )?;
+                        check_json(field, arguments)?
+                    }
+                };
+            }
+            if let Some(id) = &turn.tool_call_id {
                 ensure(
-                    call.arguments.is_object(),
-                    field.clone(),
-                    "must be a JSON object (not a JSON-encoded string)",
+                    turn.role == Role::Tool,
+                    format!("{p}.tool_call_id"),
+                    "only tool turns answer a call",
                 )?;
-                total += check_json(field, &call.arguments)?;
+                check_id(&format!("{p}.tool_call_id"), id)?;
             }
             if let Some(r) = turn.reward {
                 ensure(r.is_finite(), format!("{p}.reward"), "must be finite")?;
@@ -292,6 +322,7 @@ mod tests {
     fn valid() -> Trajectory {
         let mut a = turn(Role::Assistant, "let me look");
         a.tool_call = Some(ToolCall {
+            id: Some("call_1".into()),
             name: "search".into(),
             arguments: json!({"q": "x"}),
         });
@@ -383,8 +414,30 @@ mod tests {
             }),
             ("turns[1].tool_call.arguments", |t| {
                 if let Some(c) = &mut t.turns[1].tool_call {
-                    c.arguments = json!("{\"q\": \"x\"}")
+                    c.arguments = json!(3)
                 }
+            }),
+            ("turns[1].tool_call", |t| {
+                t.turns[1].tool_calls = t.turns[1].tool_call.clone().into_iter().collect()
+            }),
+            ("turns[1].tool_calls[1].id", |t| {
+                let mut calls: Vec<ToolCall> = t.turns[1].tool_call.take().into_iter().collect();
+                calls.push(ToolCall {
+                    id: Some("call 2".into()),
+                    ..calls[0].clone()
+                });
+                t.turns[1].tool_calls = calls
+            }),
+            ("turns[1].tool_calls[0].arguments", |t| {
+                let mut call = t.turns[1].tool_call.take().unwrap();
+                call.arguments = json!("x".repeat(Limits::MAX_TEXT_CHARS + 1));
+                t.turns[1].tool_calls = vec![call]
+            }),
+            ("turns[0].tool_calls[0]", |t| {
+                t.turns[0].tool_calls = t.turns[1].tool_call.clone().into_iter().collect()
+            }),
+            ("turns[0].tool_call_id", |t| {
+                t.turns[0].tool_call_id = Some("call_1".into())
             }),
             ("turns[1].tool_call.arguments", |t| {
                 let mut deep = json!(1);
