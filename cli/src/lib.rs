@@ -4,8 +4,10 @@
 pub mod dataset;
 pub mod demo;
 pub mod diff_score;
+pub mod keys;
 pub mod models;
 pub mod replay;
 pub mod secret;
 pub mod serve;
 pub mod stack;
+pub mod store_args;

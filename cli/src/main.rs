@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use agentrl::{dataset, demo, diff_score, models, replay, serve};
+use agentrl::{dataset, demo, diff_score, keys, models, replay, serve};
 
 /// agentrl: make AI agents better from their own work.
 #[derive(Parser)]
@@ -50,6 +50,12 @@ enum Command {
     Models {
         #[command(subcommand)]
         command: ModelsCommand,
+    },
+    /// Tenant API keys (the gateway on AWS; `agentrl serve` beside its --api-key): create,
+    /// list, revoke.
+    Keys {
+        #[command(subcommand)]
+        command: keys::KeysCommand,
     },
 }
 
@@ -107,6 +113,10 @@ fn main() -> std::process::ExitCode {
             Command::Models {
                 command: ModelsCommand::Sync(a),
             } => models::sync(&a).await,
+            Command::Keys { command } => {
+                agentrl_http::telemetry::init();
+                keys::run(command).await
+            }
         }
     });
     match result {

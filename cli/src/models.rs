@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use agentrl_core::TenantId;
 use agentrl_gateway::GatewayState;
-use agentrl_store::Stores;
 use agentrl_training::TrainingRepo;
 use agentrl_training::serving::{ModelServer, ServedVersion, adapters};
 use anyhow::Context;
+
+use crate::store_args::StoreArgs;
 use async_trait::async_trait;
 
 /// The gateway serving promoted versions from each tenant's upstream.
@@ -38,13 +39,8 @@ pub struct SyncArgs {
     /// The tenants whose versions to copy (repeat the flag for several).
     #[arg(long = "tenant", required = true)]
     tenants: Vec<String>,
-    /// The data directory of `agentrl serve --data-dir` (the embedded store).
-    #[arg(long, default_value = "./agentrl-data", conflicts_with = "aws")]
-    data_dir: PathBuf,
-    /// The deployed stores instead (DynamoDB and S3, named by the environment the template
-    /// gives the functions: `AGENTRL_TABLE`, `AGENTRL_BUCKET`, …).
-    #[arg(long)]
-    aws: bool,
+    #[command(flatten)]
+    stores: StoreArgs,
 }
 
 /// Copies every adapter version of the tenants, printing one line per version.
@@ -53,17 +49,7 @@ pub struct SyncArgs {
 /// An unknown data directory, a tenant id that is not one, a failing store or disk.
 pub async fn sync(args: &SyncArgs) -> anyhow::Result<()> {
     agentrl_http::telemetry::init();
-    let stores = if args.aws {
-        Stores::aws_from_env()?
-    } else {
-        anyhow::ensure!(
-            args.data_dir.join("agentrl.db").is_file(),
-            "{} is not an agentrl data directory (no agentrl.db): pass the --data-dir of \
-             `agentrl serve`",
-            args.data_dir.display()
-        );
-        Stores::embedded(&args.data_dir)?
-    };
+    let stores = args.stores.open()?;
     let repo = TrainingRepo::new(stores.table.clone());
     for tenant in &args.tenants {
         let t = TenantId::parse(tenant).map_err(|e| anyhow::anyhow!("--tenant {tenant}: {e}"))?;

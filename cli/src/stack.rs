@@ -206,6 +206,8 @@ pub async fn start(
         pseudonyms.clone(),
     );
     let provider = Arc::new(Provider::from_env());
+    // Beside the static keys, the tenant API keys `agentrl keys` created in this store.
+    let auth = auth.with_stored(agentrl_http::api_keys::ApiKeys::new(stores.table.clone()));
     // Starts the gateway's call recorder on this runtime; the sweeper ends its idle sessions,
     // and promotions have it serve versions before they are routed.
     let mut gateway = agentrl_gateway::GatewayState::new(

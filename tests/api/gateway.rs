@@ -579,3 +579,121 @@ async fn a_session_larger_than_a_queue_message_ends_by_claim_check() {
         "the trajectory travelled as a claim check"
     );
 }
+
+/// The embedded object store with writes that take 300 ms: a slow store.
+struct SlowWrites(std::sync::Arc<dyn agentrl_store::ports::Objects>);
+
+#[async_trait::async_trait]
+impl agentrl_store::ports::Objects for SlowWrites {
+    async fn put(&self, path: &str, bytes: bytes::Bytes) -> Result<(), agentrl_store::StoreError> {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.0.put(path, bytes).await
+    }
+
+    async fn get(&self, path: &str) -> Result<Option<bytes::Bytes>, agentrl_store::StoreError> {
+        self.0.get(path).await
+    }
+
+    async fn list(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<agentrl_store::ports::ObjectMeta>, agentrl_store::StoreError> {
+        self.0.list(prefix).await
+    }
+
+    async fn writer(
+        &self,
+        path: &str,
+    ) -> Result<Box<dyn agentrl_store::ports::ObjectWriter>, agentrl_store::StoreError> {
+        self.0.writer(path).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_lambda_an_answer_completes_only_once_its_call_is_recorded() {
+    let s = spawn_stack().await;
+    let (base_url, _) = start_upstream().await;
+    let agent = json!({"agent_id": "coder-11", "name": "Coder", "type": "coding",
+        "model": {"provider": "self-hosted", "name": "qwen-tiny"}});
+    assert_eq!(s.a("POST", "/v1/agents", Some(&agent)).await.0, 201);
+    let config = json!({"base_url": base_url});
+    assert_eq!(s.a("PUT", "/v1/config/gateway", Some(&config)).await.0, 200);
+    let slow: std::sync::Arc<dyn agentrl_store::ports::Objects> =
+        std::sync::Arc::new(SlowWrites(s.stores.objects.clone()));
+    // The gateway as the Lambda binary builds it, and as `agentrl serve` does, side by side.
+    let serve = |lambda: bool| {
+        let mut state = agentrl_gateway::GatewayState::new(
+            s.stores.table.clone(),
+            slow.clone(),
+            s.stores.queue.clone(),
+            agentrl_gateway::Upstream::new(None, None),
+        );
+        if lambda {
+            state = state.records_before_done();
+        }
+        let options = agentrl_http::AppOptions {
+            auth: agentrl_http::Auth::api_keys([(
+                agentrl_core::TenantId::parse("tenant-a").unwrap(),
+                s.key_a.clone(),
+            )]),
+            metrics: agentrl_http::Metrics::Off,
+            body_limit: agentrl_gateway::MAX_BODY_BYTES,
+            idempotency: None,
+        };
+        let app = agentrl_http::app(vec![agentrl_gateway::service(state)], options);
+        async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            format!("http://{addr}/gateway/coder-11/sessions")
+        }
+    };
+    let http = reqwest::Client::new();
+    let recorded = |session: &'static str| {
+        let objects = s.stores.objects.clone();
+        async move {
+            let prefix = format!("gateway/tenant=tenant-a/agent=coder-11/session={session}/");
+            objects.list(&prefix).await.unwrap().len()
+        }
+    };
+    for (lambda, session) in [(true, "lambda"), (false, "serve")] {
+        let base = serve(lambda).await;
+        let body = json!({"messages": [{"role": "user", "content": "hi"}]});
+        let answer = http
+            .post(format!("{base}/{session}/v1/chat/completions"))
+            .bearer_auth(&s.key_a)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        answer.bytes().await.unwrap();
+        let streamed = json!({"stream": true, "messages": [{"role": "user", "content": "go"}]});
+        let stream = http
+            .post(format!("{base}/{session}-stream/v1/chat/completions"))
+            .bearer_auth(&s.key_a)
+            .json(&streamed)
+            .send()
+            .await
+            .unwrap();
+        let text = String::from_utf8(stream.bytes().await.unwrap().to_vec()).unwrap();
+        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        let (json_calls, streamed_calls) = match session {
+            "lambda" => (recorded("lambda").await, recorded("lambda-stream").await),
+            _ => (recorded("serve").await, recorded("serve-stream").await),
+        };
+        if lambda {
+            assert_eq!(
+                (json_calls, streamed_calls),
+                (1, 1),
+                "each answer was complete only once its record was written"
+            );
+        } else {
+            assert_eq!(
+                (json_calls, streamed_calls),
+                (0, 0),
+                "`agentrl serve` answers first and records behind (the store is slow here)"
+            );
+        }
+    }
+}

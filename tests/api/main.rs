@@ -11,6 +11,7 @@ mod gateway;
 mod helpers;
 mod idempotency;
 mod isolation;
+mod keys;
 mod kpis;
 mod learning;
 mod limits;

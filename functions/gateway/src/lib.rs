@@ -43,6 +43,9 @@ pub struct GatewayState {
     ledger: agentrl_budget::Ledger,
     /// Where adapters are copied before they are loaded (see [`GatewayState::with_adapter_sync`]).
     adapter_sync: Option<std::path::PathBuf>,
+    /// An answer is complete only once its record is written and its usage charged (see
+    /// [`GatewayState::records_before_done`]).
+    records_before_done: bool,
 }
 
 impl GatewayState {
@@ -61,12 +64,24 @@ impl GatewayState {
             kpis: KpiLedger::new(table.clone()),
             ledger: agentrl_budget::Ledger::new(table.clone()),
             adapter_sync: None,
+            records_before_done: false,
             recorder: Recorder::start(objects.clone()),
             table,
             objects,
             queue,
             upstream,
         }
+    }
+}
+
+impl GatewayState {
+    /// The same state, finishing each answer only once its call record is written and its
+    /// usage charged: for Lambda, which may freeze the process as soon as the answer is out,
+    /// so nothing can be left to a background writer. (`agentrl serve` answers first.)
+    #[must_use]
+    pub fn records_before_done(mut self) -> Self {
+        self.records_before_done = true;
+        self
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Locally the identity is an API key (`Authorization: Bearer KEY`); in Lambda it is the
 //! `tenant_id` claim that API Gateway's JWT authorizer verified and put in the request
-//! context, which a client cannot set.
+//! context, which a client cannot set, or, where no authorizer stands in front (the gateway's
+//! function URL), a tenant API key an operator created ([`crate::api_keys`]).
 
 use std::sync::Arc;
 
@@ -17,6 +18,8 @@ use lambda_http::{RequestExt, request::RequestContext};
 use sha2::{Digest, Sha256};
 
 use crate::ApiError;
+use crate::api_keys::ApiKeys;
+use agentrl_store::StoreError;
 
 /// How callers are authenticated.
 #[derive(Clone)]
@@ -25,6 +28,13 @@ pub enum Auth {
     ApiKeys(Arc<Vec<([u8; 32], TenantId)>>),
     /// The `tenant_id` claim of API Gateway's JWT authorizer (Lambda).
     JwtClaim,
+    /// Tenant API keys stored hashed in the table (`agentrl keys`), and the static keys.
+    StoredKeys {
+        /// The stored keys.
+        stored: ApiKeys,
+        /// Static keys tried first (none on AWS).
+        fixed: Arc<Vec<([u8; 32], TenantId)>>,
+    },
 }
 
 impl Auth {
@@ -38,38 +48,80 @@ impl Auth {
         ))
     }
 
-    fn tenant_of(&self, req: &Request) -> Option<TenantId> {
+    /// The same static keys, and the tenant API keys stored in the table beside them.
+    #[must_use]
+    pub fn with_stored(self, stored: ApiKeys) -> Self {
+        let fixed = match self {
+            Self::ApiKeys(fixed) | Self::StoredKeys { fixed, .. } => fixed,
+            Self::JwtClaim => Arc::default(),
+        };
+        Self::StoredKeys { stored, fixed }
+    }
+
+    /// Who the request says it is: a tenant (or none) known at once, or a key to look up.
+    fn identify(&self, req: &Request) -> Identity {
         match self {
             Self::ApiKeys(keys) => {
-                let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-                let (scheme, key) = value.split_once(' ')?;
-                if !scheme.eq_ignore_ascii_case("bearer") {
-                    return None;
-                }
-                let presented = digest(key.trim());
-                // Every stored digest is compared in full, in constant time: how long this
-                // takes says nothing about which key matched or how much of one did.
-                keys.iter()
-                    .fold(None, |found, (stored, tenant)| {
-                        if same_digest(stored, &presented) {
-                            Some(tenant)
-                        } else {
-                            found
-                        }
-                    })
-                    .cloned()
+                Identity::Known(bearer(req).and_then(|key| fixed_tenant(keys, key)))
             }
-            Self::JwtClaim => {
-                // Other request-context variants exist when other lambda_http features are on.
-                #[allow(irrefutable_let_patterns)]
-                let RequestContext::ApiGatewayV2(ctx) = req.request_context_ref()? else {
-                    return None;
-                };
-                let claims = &ctx.authorizer.as_ref()?.jwt.as_ref()?.claims;
-                TenantId::parse(claims.get("tenant_id")?).ok()
-            }
+            Self::StoredKeys { stored, fixed } => match bearer(req) {
+                Some(key) => match fixed_tenant(fixed, key) {
+                    Some(t) => Identity::Known(Some(t)),
+                    None => Identity::Stored(stored.clone(), key.to_owned()),
+                },
+                None => Identity::Known(None),
+            },
+            Self::JwtClaim => Identity::Known(jwt_tenant(req)),
         }
     }
+}
+
+/// What a request's credentials come to before any store is read.
+enum Identity {
+    Known(Option<TenantId>),
+    /// A bearer key that is not a static one: the stored keys decide.
+    Stored(ApiKeys, String),
+}
+
+impl Identity {
+    async fn tenant(self) -> Result<Option<TenantId>, StoreError> {
+        match self {
+            Self::Known(tenant) => Ok(tenant),
+            Self::Stored(keys, key) => keys.tenant(&key).await,
+        }
+    }
+}
+
+/// The key of `Authorization: Bearer KEY`.
+fn bearer(req: &Request) -> Option<&str> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, key) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+}
+
+fn fixed_tenant(keys: &[([u8; 32], TenantId)], key: &str) -> Option<TenantId> {
+    let presented = digest(key);
+    // Every stored digest is compared in full, in constant time: how long this takes says
+    // nothing about which key matched or how much of one did.
+    keys.iter()
+        .fold(None, |found, (stored, tenant)| {
+            if same_digest(stored, &presented) {
+                Some(tenant)
+            } else {
+                found
+            }
+        })
+        .cloned()
+}
+
+fn jwt_tenant(req: &Request) -> Option<TenantId> {
+    // Other request-context variants exist when other lambda_http features are on.
+    #[allow(irrefutable_let_patterns)]
+    let RequestContext::ApiGatewayV2(ctx) = req.request_context_ref()? else {
+        return None;
+    };
+    let claims = &ctx.authorizer.as_ref()?.jwt.as_ref()?.claims;
+    TenantId::parse(claims.get("tenant_id")?).ok()
 }
 
 fn digest(key: &str) -> [u8; 32] {
@@ -117,8 +169,10 @@ pub(crate) async fn authenticate(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(tenant) = auth.tenant_of(&req) else {
-        return unauthorized();
+    let tenant = match auth.identify(&req).tenant().await {
+        Ok(Some(tenant)) => tenant,
+        Ok(None) => return unauthorized(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
     tracing::Span::current().record("tenant", tenant.as_str());
     req.extensions_mut().insert(Tenant(tenant));
@@ -132,6 +186,14 @@ mod tests {
 
     fn tenant(name: &str) -> TenantId {
         TenantId::parse(name).unwrap()
+    }
+
+    /// The tenant of `req`, for the variants that read no store.
+    fn resolve(auth: &Auth, req: &Request) -> Option<TenantId> {
+        match auth.identify(req) {
+            Identity::Known(tenant) => tenant,
+            Identity::Stored(..) => panic!("static keys and JWT claims need no store"),
+        }
     }
 
     fn keys() -> Auth {
@@ -155,7 +217,7 @@ mod tests {
     #[test]
     fn api_keys_resolve_their_tenant_and_nothing_else_does() {
         let auth = keys();
-        let of = |value: &[u8]| auth.tenant_of(&with_authorization(value));
+        let of = |value: &[u8]| resolve(&auth, &with_authorization(value));
         assert_eq!(of(b"Bearer key-a-0123456789"), Some(tenant("tenant-a")));
         assert_eq!(of(b"bearer key-b-0123456789"), Some(tenant("tenant-b")));
         assert_eq!(of(b"Bearer  key-b-0123456789 "), Some(tenant("tenant-b")));
@@ -172,11 +234,11 @@ mod tests {
             assert_eq!(of(refused), None, "{}", String::from_utf8_lossy(refused));
         }
         let no_header = axum::http::Request::new(Body::empty());
-        assert_eq!(auth.tenant_of(&no_header), None);
+        assert_eq!(resolve(&auth, &no_header), None);
         // Revoking a key is removing it from AGENTRL_API_KEYS: the next start refuses it.
         let revoked = Auth::api_keys([(tenant("tenant-b"), "key-b-0123456789".to_owned())]);
         assert_eq!(
-            revoked.tenant_of(&with_authorization(b"Bearer key-a-0123456789")),
+            resolve(&revoked, &with_authorization(b"Bearer key-a-0123456789")),
             None
         );
     }
@@ -185,7 +247,7 @@ mod tests {
     fn invalid_utf8_in_the_header_is_refused() {
         let mut value = b"Bearer key-a-".to_vec();
         value.push(0xff);
-        assert_eq!(keys().tenant_of(&with_authorization(&value)), None);
+        assert_eq!(resolve(&keys(), &with_authorization(&value)), None);
     }
 
     #[test]
@@ -231,7 +293,7 @@ mod tests {
 
     #[test]
     fn the_jwt_tenant_claim_is_required_and_must_be_a_tenant_id() {
-        let of = |claims| Auth::JwtClaim.tenant_of(&gateway_request(claims));
+        let of = |claims| resolve(&Auth::JwtClaim, &gateway_request(claims));
         assert_eq!(
             of(Some(
                 serde_json::json!({"sub": "u-1", "tenant_id": "tenant-a"})
@@ -263,6 +325,6 @@ mod tests {
         // A bearer key is no identity behind API Gateway, and a request from outside Lambda
         // (no request context) has none either.
         let plain = with_authorization(b"Bearer key-a-0123456789");
-        assert_eq!(Auth::JwtClaim.tenant_of(&plain), None);
+        assert_eq!(resolve(&Auth::JwtClaim, &plain), None);
     }
 }

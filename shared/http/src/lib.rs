@@ -6,6 +6,7 @@
 //! The same wrapped router runs under `lambda_http` and under `agentrl serve`.
 #![deny(missing_docs)]
 
+pub mod api_keys;
 mod app;
 mod auth;
 pub mod config;

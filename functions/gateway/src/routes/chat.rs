@@ -263,6 +263,9 @@ async fn call(
             pending: Vec::new(),
             strip_usage,
             charge,
+            closing: None,
+            close_before_done: state.records_before_done,
+            ended: false,
         };
         let mut r = Response::new(Body::from_stream(recording));
         r.headers_mut().insert(
@@ -287,6 +290,9 @@ async fn call(
         let mut record = record;
         record.complete(&answer, now_ms());
         state.recorder.record(&prefix, &record);
+        if state.records_before_done {
+            state.recorder.flush().await;
+        }
         let mut r = Response::new(Body::from(body));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -314,6 +320,8 @@ async fn call(
 /// or, cut short (the client went away, the upstream failed), when it is dropped: then it is
 /// marked truncated. Under a budget the record's usage is charged then, and a usage chunk the
 /// gateway asked for on the client's behalf is left out (whole lines are passed on then).
+/// Where the process may be frozen once the answer is complete (Lambda), the stream's end
+/// waits until the record is written and the usage charged.
 struct Recording {
     inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     recorder: Option<(Recorder, String, StreamRecorder)>,
@@ -321,6 +329,11 @@ struct Recording {
     pending: Vec<u8>,
     strip_usage: bool,
     charge: Option<budget::Charge>,
+    /// The record's write and the charge, awaited before the stream ends.
+    closing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    close_before_done: bool,
+    /// The upstream's stream ended.
+    ended: bool,
 }
 
 /// A chunk that carries only the usage (`choices: []`).
@@ -368,7 +381,15 @@ impl Recording {
         if let Some((recorder, prefix, rec)) = self.recorder.take() {
             let record = rec.finish(now_ms());
             recorder.record(&prefix, &record);
-            if let Some(charge) = self.charge.take() {
+            let charge = self.charge.take();
+            if self.close_before_done {
+                self.closing = Some(Box::pin(async move {
+                    recorder.flush().await;
+                    if let Some(charge) = charge {
+                        charge.settle(&record).await;
+                    }
+                }));
+            } else if let Some(charge) = charge {
                 charge.settle_behind(record);
             }
         }
@@ -379,6 +400,16 @@ impl Stream for Recording {
     type Item = reqwest::Result<Bytes>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            // The upstream is done: what is left is the record's write (Lambda), then the end.
+            if let Some(closing) = self.closing.as_mut() {
+                if closing.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.closing = None;
+            }
+            return Poll::Ready(None);
+        }
         loop {
             match self.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(bytes))) => {
@@ -388,9 +419,14 @@ impl Stream for Recording {
                         return Poll::Ready(Some(Ok(out)));
                     }
                 }
-                Poll::Ready(end) => {
+                Poll::Ready(None) => {
+                    self.ended = true;
                     self.finish();
-                    return Poll::Ready(end);
+                    return self.poll_next(cx);
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    self.finish();
+                    return Poll::Ready(Some(Err(e)));
                 }
                 Poll::Pending => return Poll::Pending,
             }
