@@ -9,7 +9,6 @@ mod support;
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::Path,
-    process::Command,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -43,18 +42,8 @@ async fn upstream(Json(body): Json<Value>) -> Json<Value> {
 }
 
 fn serve(data: &Path, upstream: &str) -> support::Server {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_agentrl"));
-    command
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--api-key",
-            &format!("acme={KEY}"),
-        ])
-        .arg("--data-dir")
-        .arg(data)
-        .env("AGENTRL_GATEWAY_BASE_URL", upstream);
+    let mut command = support::serve(data);
+    command.env("AGENTRL_GATEWAY_BASE_URL", upstream);
     start_command(command)
 }
 

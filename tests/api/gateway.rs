@@ -136,6 +136,26 @@ async fn start_upstream() -> (String, Seen) {
     (format!("http://{addr}/v1"), seen)
 }
 
+/// What `script` (of `api/python/`, run by the test venv's Python with `args`) printed as JSON.
+async fn python(script: &str, args: Vec<String>) -> Value {
+    let script = format!("{}/api/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(agentrl_testkit::venv_python())
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The turn rows of `trajectory`, once the ingest worker has written them.
 async fn turns(s: &Stack, trajectory: &str) -> Vec<agentrl_turns::TurnRow> {
     for _ in 0..100 {
@@ -172,23 +192,8 @@ async fn the_openai_sdk_through_the_gateway_records_sessions_with_token_ids() {
     let (status, body) = s.a("PUT", "/v1/config/gateway", Some(&bad)).await;
     assert_eq!((status, body["field"].as_str()), (400, Some("base_url")));
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/api/python/gateway_client.py");
     let gateway = format!("{}/gateway/coder-7/v1", s.base);
-    let key = s.key_a.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(agentrl_testkit::venv_python())
-            .args([script, &gateway, &key])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sdk: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sdk = python("gateway_client.py", vec![gateway, s.key_a.clone()]).await;
 
     // Before any promotion the agent is served as its own model; the upstream got that name
     // and the request for token ids.
@@ -379,23 +384,12 @@ async fn a_budget_clamps_each_call_is_charged_its_usage_and_refuses_past_its_cei
     assert_eq!(status, 201, "{created}");
     let budget = created["budget_id"].as_str().unwrap().to_owned();
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/api/python/gateway_budget.py");
     let gateway = format!("{}/gateway/coder-8/v1", s.base);
-    let (key, id) = (s.key_a.clone(), budget.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(agentrl_testkit::venv_python())
-            .args([script, &gateway, &key, &id])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sdk: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sdk = python(
+        "gateway_budget.py",
+        vec![gateway, s.key_a.clone(), budget.clone()],
+    )
+    .await;
 
     // The first call asked for 5,000 tokens and went with the ceiling's 1,000; it spent 400,
     // inside the allocation. The second (the session's budget, no header) went with the 600

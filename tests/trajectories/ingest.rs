@@ -24,6 +24,18 @@ const DRAIN: DrainOptions = DrainOptions {
     wait: Duration::from_secs(1),
 };
 
+/// Why each dead-lettered message was dead-lettered.
+async fn dead_letter_reasons(stores: &Stores) -> Vec<String> {
+    stores
+        .queue
+        .dead_letters(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.reason)
+        .collect()
+}
+
 pub async fn rows_are_scrubbed_partitioned_by_tenant_and_poison_is_dead_lettered(stores: &Stores) {
     let mut invalid = trajectory("t-bad", "c-bad", "agent-1", None, 0.5);
     invalid["turns"][1]["behavior_logprobs"] = json!([0.5, -0.2, -0.3]);
@@ -66,14 +78,7 @@ pub async fn rows_are_scrubbed_partitioned_by_tenant_and_poison_is_dead_lettered
         "every message was acknowledged or dead-lettered"
     );
 
-    let mut reasons: Vec<String> = stores
-        .queue
-        .dead_letters(10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|d| d.reason)
-        .collect();
+    let mut reasons = dead_letter_reasons(stores).await;
     reasons.sort();
     assert_eq!(reasons.len(), 3, "{reasons:?}");
     assert!(
@@ -309,14 +314,7 @@ pub async fn a_trajectory_larger_than_a_message_travels_by_claim_check(stores: &
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].trajectory_id, "t-long");
     assert_eq!(rows[0].content.chars().count(), text.chars().count());
-    let reasons: Vec<String> = stores
-        .queue
-        .dead_letters(10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|d| d.reason)
-        .collect();
+    let reasons = dead_letter_reasons(stores).await;
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(reasons[0].contains("the object is gone"), "{reasons:?}");
 }

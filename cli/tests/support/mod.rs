@@ -16,6 +16,11 @@ pub struct Server {
 }
 
 pub fn start(data_dir: &std::path::Path) -> Server {
+    start_command(serve(data_dir))
+}
+
+/// `agentrl serve` on a free port of 127.0.0.1 and `data_dir`, tenant `acme` keyed by [`KEY`].
+pub fn serve(data_dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentrl"));
     command
         .args([
@@ -27,7 +32,7 @@ pub fn start(data_dir: &std::path::Path) -> Server {
         ])
         .arg("--data-dir")
         .arg(data_dir);
-    start_command(command)
+    command
 }
 
 pub fn start_command(mut command: Command) -> Server {

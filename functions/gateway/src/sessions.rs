@@ -19,7 +19,7 @@ use agentrl_core::gateway::CallRecord;
 use agentrl_core::training::{Arm, Canary, bucket};
 use agentrl_store::StoreError;
 use agentrl_store::keys::partition;
-use agentrl_store::ports::{Condition, Key, Objects, Put, Query, SortRange, Table, Write, encode};
+use agentrl_store::ports::{Condition, Key, Objects, Put, Query, Table, Write, encode};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -118,11 +118,9 @@ pub(crate) async fn open(
 ) -> Result<(Vec<OpenSession>, Option<String>), StoreError> {
     let page = table
         .query(&Query {
-            pk: open_pk(shard),
-            range: SortRange::All,
             limit: 1_000,
             cursor,
-            ascending: true,
+            ..Query::partition(open_pk(shard))
         })
         .await?;
     let open = page

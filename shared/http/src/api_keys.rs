@@ -17,7 +17,7 @@ use agentrl_core::TenantId;
 use agentrl_store::{
     StoreError,
     keys::partition,
-    ports::{Condition, Item, Key, Put, Query, SortRange, Table, Write, encode},
+    ports::{Condition, Item, Key, Put, Query, Table, Write, encode},
     retry::now_ms,
 };
 use rand::RngCore;
@@ -141,11 +141,9 @@ impl ApiKeys {
             let page = self
                 .table
                 .query(&Query {
-                    pk: partition(t, "api-keys", "all"),
-                    range: SortRange::All,
                     limit: 1_000,
                     cursor,
-                    ascending: true,
+                    ..Query::partition(partition(t, "api-keys", "all"))
                 })
                 .await?;
             for item in page.items {

@@ -365,6 +365,17 @@ mod tests {
         Bytes::from(writer.finish().expect("file finished"))
     }
 
+    /// `rows` written and read back as one Arrow batch.
+    fn first_batch(rows: &[TurnRow]) -> RecordBatch {
+        read_turns(write(rows, 10))
+            .expect("opens")
+            .batches
+            .expect("a decoder")
+            .next()
+            .expect("one batch")
+            .expect("decodes")
+    }
+
     fn read(data: Bytes) -> Vec<TurnRow> {
         read_turns(data)
             .expect("a turn table")
@@ -479,14 +490,7 @@ mod tests {
     #[test]
     fn a_null_in_a_required_column_of_a_relaxed_file_is_an_error() {
         // What another writer (pyarrow, DuckDB) may produce: every column nullable.
-        let rows = vec![all_set_row()];
-        let batch = read_turns(write(&rows, 10))
-            .expect("opens")
-            .batches
-            .expect("a decoder")
-            .next()
-            .expect("one batch")
-            .expect("decodes");
+        let batch = first_batch(&[all_set_row()]);
         let relaxed = Schema::new(
             batch
                 .schema()
@@ -511,13 +515,7 @@ mod tests {
     #[test]
     fn a_version_1_file_reads_its_one_call_per_turn_as_tool_calls() {
         let rows = vec![all_set_row(), all_null_row()];
-        let batch = read_turns(write(&rows, 10))
-            .expect("opens")
-            .batches
-            .expect("a decoder")
-            .next()
-            .expect("one batch")
-            .expect("decodes");
+        let batch = first_batch(&rows);
         let v1 = batch
             .project(&(0..36).collect::<Vec<_>>())
             .expect("first 36");
