@@ -13,6 +13,7 @@ use agentrl_store::ports::Objects;
 use serde_json::{Value, json};
 
 use crate::GatewayState;
+use crate::upstream::{MAX_ANSWER_BYTES, MAX_ERROR_BYTES, Overflow, read_capped};
 
 /// The most of an upstream's answer a refusal quotes.
 const QUOTED: usize = 512;
@@ -70,7 +71,10 @@ impl GatewayState {
         if status.is_success() {
             return Ok(());
         }
-        let body = response.text().await.unwrap_or_default();
+        let body = read_capped(response, MAX_ERROR_BYTES, Overflow::Cut)
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
         // vLLM refuses a second load of one name; the adapter is served all the same.
         if body.contains("already been loaded") {
             return Ok(());
@@ -89,15 +93,17 @@ impl GatewayState {
         config: &agentrl_core::gateway::GatewayConfig,
         name: &str,
     ) -> Result<(), String> {
-        let listed = self
+        let response = self
             .upstream
             .request(reqwest::Method::GET, config, "/models")
             .map_err(|e| e.message().to_owned())?
             .send()
             .await
-            .map_err(|e| format!("the upstream could not be reached: {e}"))?
-            .json::<Value>()
+            .map_err(|e| format!("the upstream could not be reached: {e}"))?;
+        let body = read_capped(response, MAX_ANSWER_BYTES, Overflow::Refuse)
             .await
+            .map_err(|e| e.message().to_owned())?;
+        let listed: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("the upstream's model list is not JSON: {e}"))?;
         let served = listed["data"]
             .as_array()
@@ -135,7 +141,10 @@ impl GatewayState {
             }
             Ok(r) => {
                 let status = r.status().as_u16();
-                let body = r.text().await.unwrap_or_default();
+                let body = read_capped(r, MAX_ERROR_BYTES, Overflow::Cut)
+                    .await
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
                 tracing::warn!(tenant = %t, name, status, answer = quote(&body), "version not unloaded");
             }
             Err(e) => tracing::warn!(tenant = %t, name, error = %e, "version not unloaded"),

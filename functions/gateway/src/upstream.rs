@@ -9,6 +9,56 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+/// The largest JSON answer the gateway reads from an upstream (a whole completion with its
+/// token ids and logprobs, `n` choices).
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+/// What is read of an upstream's error body (its message is at the start).
+pub(crate) const MAX_ERROR_BYTES: usize = 64 * 1024;
+
+/// What to do with a body past its cap.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// A 502 `upstream_too_large` (an answer cut short would be a wrong answer).
+    Refuse,
+    /// Keep its start (an error's message).
+    Cut,
+}
+
+/// The body of `response`, read chunk by chunk up to `cap` bytes, so an upstream cannot make
+/// the gateway hold an unbounded answer.
+pub(crate) async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+    overflow: Overflow,
+) -> Result<bytes::Bytes, GatewayError> {
+    let too_large = || {
+        GatewayError::new(
+            StatusCode::BAD_GATEWAY,
+            format!("the upstream's answer is larger than {cap} bytes"),
+            "upstream_too_large",
+        )
+    };
+    if overflow == Overflow::Refuse && response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| GatewayError::transport(&e))?
+    {
+        if body.len() + chunk.len() > cap {
+            if overflow == Overflow::Refuse {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk[..cap - body.len()]);
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.into())
+}
+
 /// Where calls go when a tenant names no upstream, and the key that goes only there.
 #[derive(Clone)]
 pub struct Upstream {
@@ -223,5 +273,31 @@ impl From<agentrl_store::StoreError> for GatewayError {
             "the gateway's store failed; the call was not sent",
             "store_error",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(body: &'static str, declared: bool) -> reqwest::Response {
+        let mut r = axum::http::Response::builder();
+        if declared {
+            r = r.header(header::CONTENT_LENGTH, body.len());
+        }
+        reqwest::Response::from(r.body(body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn bodies_past_their_cap_are_refused_or_cut() {
+        for declared in [true, false] {
+            let ok = read_capped(response("0123456789", declared), 10, Overflow::Refuse).await;
+            assert_eq!(ok.unwrap(), "0123456789");
+            let refused =
+                read_capped(response("0123456789!", declared), 10, Overflow::Refuse).await;
+            assert_eq!(refused.unwrap_err().code, "upstream_too_large");
+            let cut = read_capped(response("0123456789!", declared), 4, Overflow::Cut).await;
+            assert_eq!(cut.unwrap(), "0123");
+        }
     }
 }

@@ -20,7 +20,7 @@ use super::{SESSION_HEADER, VERSION_HEADER, now_ms, session_id};
 use crate::GatewayState;
 use crate::budget::{self, BUDGET_HEADER};
 use crate::sessions::{self, Recorder, Session};
-use crate::upstream::GatewayError;
+use crate::upstream::{GatewayError, MAX_ANSWER_BYTES, MAX_ERROR_BYTES, Overflow, read_capped};
 
 /// An OpenAI Chat Completions request: the fields the gateway reads, and every other field
 /// (`tools`, `tool_choice`, `n`, `logprobs`, `stop`, `max_completion_tokens`,
@@ -252,7 +252,10 @@ async fn call(
     let status = upstream.status();
     if !status.is_success() {
         let retry_after = upstream.headers().get(header::RETRY_AFTER).cloned();
-        let body = upstream.bytes().await.unwrap_or_default();
+        // Only the message is wanted: the start of an error body is enough.
+        let body = read_capped(upstream, MAX_ERROR_BYTES, Overflow::Cut)
+            .await
+            .unwrap_or_default();
         return Err(fail(GatewayError::upstream(status, retry_after, &body)));
     }
     let prefix = sessions::calls_prefix(&tenant, &agent_id, &session);
@@ -276,10 +279,9 @@ async fn call(
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         r
     } else {
-        let body = upstream
-            .bytes()
+        let body = read_capped(upstream, MAX_ANSWER_BYTES, Overflow::Refuse)
             .await
-            .map_err(|e| fail(GatewayError::transport(&e)))?;
+            .map_err(fail)?;
         let answer: Value = serde_json::from_slice(&body).map_err(|e| {
             fail(GatewayError::new(
                 StatusCode::BAD_GATEWAY,
