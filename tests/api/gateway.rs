@@ -545,8 +545,14 @@ async fn a_session_larger_than_a_queue_message_ends_by_claim_check() {
     // Three calls, each carrying 120 KiB of fresh log output: 360 KiB of conversation.
     let log = "error: the build failed again\n".repeat(4_100);
     let mut messages = Vec::new();
-    for _ in 0..3 {
-        messages.push(json!({"role": "user", "content": log}));
+    for i in 0..3 {
+        // The first message comes as content parts, the others as text.
+        let content = if i == 0 {
+            json!([{"type": "text", "text": log}])
+        } else {
+            json!(log)
+        };
+        messages.push(json!({"role": "user", "content": content}));
         let body = json!({"messages": messages});
         let (status, answer) = s
             .a(
@@ -564,6 +570,10 @@ async fn a_session_larger_than_a_queue_message_ends_by_claim_check() {
     assert_eq!(status, 202, "{ended}");
     let rows = turns(&s, "s-long").await;
     assert_eq!(rows.len(), 6);
+    assert_eq!(rows[0].content, log);
+    let parts: Value = serde_json::from_str(rows[0].content_parts.as_deref().unwrap()).unwrap();
+    assert_eq!(parts[0]["type"], "text");
+    assert_eq!(rows[2].content_parts, None);
     assert_eq!(rows[4].content.len(), log.len());
     assert_eq!(rows[5].response_token_ids, Some(vec![11, 12]));
     let claimed = s.stores.objects.list("claims/").await.unwrap();

@@ -116,6 +116,8 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -
                 tool_calls: calls,
                 tool_call_id: turn.tool_call_id.clone(),
                 tools: tools.clone(),
+                content_parts: (!turn.content_parts.is_empty())
+                    .then(|| serde_json::Value::from(turn.content_parts.clone()).to_string()),
             }
         })
         .collect()

@@ -49,6 +49,7 @@
 //! | `tool_calls` | list\<struct\<id: utf8?, name: utf8, arguments: utf8\>\>? | version 2: every call of the turn, arguments as the model produced them |
 //! | `tool_call_id` | utf8? | version 2: the call a tool turn answers |
 //! | `tools` | utf8? | version 2: the trajectory's tools as OpenAI's `tools` JSON, on each of its rows |
+//! | `content_parts` | utf8? | version 2: the message's content parts as JSON, when it came as parts (`content` holds their text) |
 //!
 //! List elements are never null. Tenant and date are not columns: they are Hive partition keys
 //! in the object path (`trajectories/tenant=…/date=…/`), and Athena rejects a column named like

@@ -166,6 +166,7 @@ fn decode(batch: &RecordBatch, version: u32) -> Result<Vec<TurnRow>, TurnsError>
     d.tool_calls()?;
     d.strings(|r, v| r.tool_call_id = v.map(str::to_owned))?;
     d.strings(|r, v| r.tools = v.map(str::to_owned))?;
+    d.strings(|r, v| r.content_parts = v.map(str::to_owned))?;
     Ok(d.rows)
 }
 
@@ -533,6 +534,7 @@ mod tests {
             }]
         );
         assert_eq!((&full.tool_call_id, &full.tools), (&None, &None));
+        assert_eq!(full.content_parts, None);
         assert_eq!(full.content, rows[0].content);
         assert!(back[1].tool_calls.is_empty());
     }

@@ -84,6 +84,9 @@ pub struct TurnRow {
     /// specs), repeated on each of its rows (dictionary-encoded): what a chat template
     /// renders.
     pub tools: Option<String>,
+    /// The message's content parts as JSON text, when it came as parts (`content` holds
+    /// their text).
+    pub content_parts: Option<String>,
 }
 
 /// One tool call of a turn.

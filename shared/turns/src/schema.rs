@@ -12,14 +12,14 @@ use crate::TurnsError;
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// The versions [`crate::read_turns`] reads: version 1 files lack the columns version 2
-/// appended (`tool_calls`, `tool_call_id`, `tools`); their one call per turn is read from
+/// appended ([`V2_COLUMNS`]); their one call per turn is read from
 /// `tool_name` and `tool_arguments`.
 pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
 
 /// Columns version 1 has; version 2 appends [`V2_COLUMNS`] after them.
 const V1_COLUMNS: usize = 36;
 /// What version 2 appended.
-pub const V2_COLUMNS: [&str; 3] = ["tool_calls", "tool_call_id", "tools"];
+pub const V2_COLUMNS: [&str; 4] = ["tool_calls", "tool_call_id", "tools", "content_parts"];
 
 /// The Parquet key-value metadata key that holds [`SCHEMA_VERSION`] as decimal text.
 pub const SCHEMA_VERSION_KEY: &str = "agentrl.schema_version";
@@ -108,6 +108,7 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         list("tool_calls", DataType::Struct(tool_call_fields())),
         utf8("tool_call_id", true),
         utf8("tools", true),
+        utf8("content_parts", true),
     ]))
 });
 

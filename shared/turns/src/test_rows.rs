@@ -92,6 +92,7 @@ pub fn all_set_row() -> TurnRow {
             },
         ],
         tool_call_id: Some("call_0".into()),
+        content_parts: Some("[{\"type\": \"text\", \"text\": \"全部\"}]".into()),
         tools: Some("[{\"type\": \"function\", \"function\": {\"name\": \"search\"}}]".into()),
     }
 }
@@ -178,6 +179,11 @@ pub fn varied_row(i: u64) -> TurnRow {
             Vec::new()
         },
         tool_call_id: (role == "tool" && bit(38)).then(|| format!("call_{}_0", i - 1)),
+        content_parts: (role == "user" && bit(41)).then(|| {
+            format!(
+                "[{{\"type\": \"image_url\", \"image_url\": {{\"url\": \"https://x/{i}.png\"}}}}]"
+            )
+        }),
         tools: bit(39).then(|| {
             format!(
                 "[{{\"type\": \"function\", \"function\": {{\"name\": \"t{}\"}}}}]",

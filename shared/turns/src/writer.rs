@@ -322,6 +322,7 @@ struct Columns {
     tool_calls: ListBuilder<StructBuilder>,
     tool_call_id: StringBuilder,
     tools: StringBuilder,
+    content_parts: StringBuilder,
 }
 
 fn tool_calls_builder() -> ListBuilder<StructBuilder> {
@@ -407,6 +408,7 @@ impl Columns {
             tool_calls: tool_calls_builder(),
             tool_call_id: StringBuilder::new(),
             tools: StringBuilder::new(),
+            content_parts: StringBuilder::new(),
         }
     }
 
@@ -462,6 +464,8 @@ impl Columns {
         append_calls(&mut self.tool_calls, &row.tool_calls);
         self.tool_call_id.append_option(row.tool_call_id.as_deref());
         self.tools.append_option(row.tools.as_deref());
+        self.content_parts
+            .append_option(row.content_parts.as_deref());
     }
 
     /// The buffered rows as arrays in schema order; the builders start over empty.
@@ -507,6 +511,7 @@ impl Columns {
             Arc::new(self.tool_calls.finish()),
             Arc::new(self.tool_call_id.finish()),
             Arc::new(self.tools.finish()),
+            Arc::new(self.content_parts.finish()),
         ]
     }
 }

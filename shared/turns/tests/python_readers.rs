@@ -72,7 +72,7 @@ fn row_json(r: &TurnRow) -> Value {
         "dp_epsilon": r.dp_epsilon, "pii_replacements": r.pii_replacements,
         "message_id": r.message_id, "ingested_at": r.ingested_at_ms,
         "tool_calls": (!r.tool_calls.is_empty()).then(|| calls_json(&r.tool_calls)),
-        "tool_call_id": r.tool_call_id, "tools": r.tools,
+        "tool_call_id": r.tool_call_id, "tools": r.tools, "content_parts": r.content_parts,
     })
 }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::record::{CallRecord, ChoiceRecord, RecordedToolCall};
 use crate::FieldError;
@@ -160,8 +161,52 @@ fn usable_id(id: &str) -> Option<String> {
     check_id("id", id).is_ok().then(|| id.to_owned())
 }
 
+/// A string of a content part longer than this (an image or audio as a data URL, a file's
+/// bytes) is kept as a note of its size and digest: the turn table holds text.
+const PART_VALUE_CHARS: usize = 4096;
+
+/// A message's content parts (when it has parts), each inline payload over
+/// [`PART_VALUE_CHARS`] replaced by `[omitted: N bytes, sha256 …]`.
+fn parts(content: Option<&Value>) -> Vec<Value> {
+    fn shrink(v: &mut Value) {
+        match v {
+            Value::String(s) if s.len() > PART_VALUE_CHARS => {
+                let digest: String = Sha256::digest(s.as_bytes())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                *s = format!("[omitted: {} bytes, sha256 {digest}]", s.len());
+            }
+            Value::Array(items) => items.iter_mut().for_each(shrink),
+            Value::Object(map) => map.values_mut().for_each(shrink),
+            _ => {}
+        }
+    }
+    let Some(Value::Array(parts)) = content else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .filter(|p| p.is_object())
+        .cloned()
+        .map(|mut p| {
+            shrink(&mut p);
+            p
+        })
+        .collect()
+}
+
 /// The turn of one request message.
 fn message_turn(m: &Value) -> Turn {
+    let turn = message_turn_text(m);
+    Turn {
+        content_parts: parts(m.get("content")),
+        ..turn
+    }
+}
+
+/// [`message_turn`] but for its parts.
+fn message_turn_text(m: &Value) -> Turn {
     let content = text(m.get("content"));
     match m.get("role").and_then(Value::as_str).unwrap_or_default() {
         "system" | "developer" => Turn::text(Role::System, &content),
@@ -320,6 +365,11 @@ mod tests {
         assert_eq!(t.turns[3].tool_call_id.as_deref(), Some("call_1"));
         assert_eq!(t.turns[4].tool_call_id.as_deref(), Some("call_2"));
         assert_eq!(t.turns[4].tool_result.as_deref(), Some("bad"));
+        assert_eq!(
+            t.turns[4].content_parts,
+            [json!({"type": "text", "text": "bad"})],
+            "parts are kept beside their joined text"
+        );
         assert_eq!(t.turns[5].response_token_ids, Some(vec![4, 5, 6]));
         assert_eq!(t.turns[5].behavior_logprobs, Some(vec![-0.5; 3]));
         assert_eq!(t.turns[5].prompt_token_ids, Some(vec![1, 2]));
@@ -348,6 +398,34 @@ mod tests {
                 .starts_with("truncated")
         );
         assert!(t[0].final_outcome.is_none());
+    }
+
+    #[test]
+    fn a_large_inline_payload_of_a_part_is_kept_as_its_size_and_digest() {
+        let image = format!("data:image/png;base64,{}", "A".repeat(10_000));
+        let c = call(
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "what is in this picture?"},
+                {"type": "image_url", "image_url": {"url": image, "detail": "low"}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]}]),
+            &[("a cat", &[1])],
+        );
+        let t = &trajectories("a", "s3", &[c], &SessionEnd::default())[0];
+        let user = &t.turns[0];
+        assert_eq!(
+            user.content,
+            "what is in this picture?[image_url][image_url]"
+        );
+        let parts = &user.content_parts;
+        assert_eq!(parts.len(), 3);
+        let omitted = parts[1]["image_url"]["url"].as_str().unwrap();
+        assert!(
+            omitted.starts_with("[omitted: 10022 bytes, sha256 ") && omitted.len() < 120,
+            "{omitted}"
+        );
+        assert_eq!(parts[1]["image_url"]["detail"], "low");
+        assert_eq!(parts[2]["image_url"]["url"], "https://example.com/cat.png");
+        assert!(t.validate().is_ok());
     }
 
     #[test]

@@ -110,6 +110,9 @@ pub fn anonymize(
     }
     for turn in &mut t.turns {
         pass.text(&mut turn.content);
+        for part in &mut turn.content_parts {
+            pass.json(part);
+        }
         for s in [&mut turn.tool_result, &mut turn.error]
             .into_iter()
             .flatten()

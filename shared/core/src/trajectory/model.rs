@@ -103,6 +103,12 @@ pub struct Turn {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(max_length = 262_144))]
     pub content: String,
+    /// The message's content as parts, when it came as parts (OpenAI's `text`, `image_url`,
+    /// `input_audio`, `file`…: each an object with a `type`), at most 64; `content` holds
+    /// their text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = openapi::content_parts))]
+    pub content_parts: Vec<serde_json::Value>,
     /// The tool the assistant called in this turn: assistant turns only. The shape before
     /// `tool_calls`, still taken (not with `tool_calls`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,6 +188,7 @@ impl Turn {
         Self {
             role,
             content: content.into(),
+            content_parts: Vec::new(),
             tool_call: None,
             tool_calls: Vec::new(),
             tool_call_id: None,
@@ -281,7 +288,7 @@ pub struct FinalOutcome {
 /// The schemas of the fields whose Rust type says less than the JSON they take.
 #[cfg(feature = "openapi")]
 mod openapi {
-    use utoipa::openapi::{Object, ObjectBuilder, Type, schema::SchemaType};
+    use utoipa::openapi::{Array, ArrayBuilder, Object, ObjectBuilder, Type, schema::SchemaType};
 
     use crate::trajectory::Limits;
 
@@ -318,6 +325,26 @@ mod openapi {
                 Limits::MAX_TEXT_CHARS
             )))
             .max_length(Some(Limits::MAX_TEXT_CHARS))
+            .build()
+    }
+
+    /// Content parts: objects with a `type` (OpenAI's `text`, `image_url`, …), any other
+    /// fields as they come.
+    pub(super) fn content_parts() -> Array {
+        let kind = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(64));
+        let part = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("type", kind)
+            .required("type");
+        ArrayBuilder::new()
+            .items(part)
+            .max_items(Some(Limits::MAX_TOOLS))
+            .description(Some(
+                "The message's content as parts, when it came as parts; `content` holds their text.",
+            ))
             .build()
     }
 

@@ -236,6 +236,21 @@ impl Trajectory {
         for (i, turn) in self.turns.iter().enumerate() {
             let p = format!("turns[{i}]");
             total += check_text(format!("{p}.content"), &turn.content)?;
+            ensure(
+                turn.content_parts.len() <= Limits::MAX_TOOLS,
+                format!("{p}.content_parts"),
+                "has more than 64 parts",
+            )?;
+            for (j, part) in turn.content_parts.iter().enumerate() {
+                let field = format!("{p}.content_parts[{j}]");
+                let kind = part.get("type").and_then(serde_json::Value::as_str);
+                ensure(
+                    kind.is_some_and(|k| !k.is_empty() && k.len() <= 64),
+                    field.clone(),
+                    "must be an object with a `type` of 1 to 64 characters",
+                )?;
+                total += check_json(field, part)?;
+            }
             if let Some(r) = &turn.tool_result {
                 total += check_text(format!("{p}.tool_result"), r)?;
             }
@@ -438,6 +453,9 @@ mod tests {
             }),
             ("turns[0].tool_call_id", |t| {
                 t.turns[0].tool_call_id = Some("call_1".into())
+            }),
+            ("turns[0].content_parts[1]", |t| {
+                t.turns[0].content_parts = vec![json!({"type": "text", "text": "x"}), json!("x")]
             }),
             ("turns[1].tool_call.arguments", |t| {
                 let mut deep = json!(1);
