@@ -216,7 +216,7 @@ pub fn run_episodes(
 
 /// The draw's randomness, `[rows, V]` uniform in (0, 1) on the logits' device: from the host
 /// generator on the CPU, from the device's generator seeded by it elsewhere.
-fn uniform(logits: &Tensor, rng: &mut ChaCha8Rng) -> Result<Tensor> {
+pub(crate) fn uniform(logits: &Tensor, rng: &mut ChaCha8Rng) -> Result<Tensor> {
     let device = logits.device();
     let shape = logits.shape();
     if device.is_cpu() {

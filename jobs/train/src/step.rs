@@ -29,6 +29,22 @@ pub struct TrainSeq {
 }
 
 impl TrainSeq {
+    /// `response` after `prompt`, every response token counted (advantage 1, weight 1): a
+    /// completion as [`response_logprobs`] scores it.
+    #[must_use]
+    pub fn completion(prompt: &[u32], response: &[u32]) -> Self {
+        let n = response.len();
+        Self {
+            ids: [prompt, response].concat(),
+            start: prompt.len(),
+            mask: vec![true; n],
+            advantages: vec![1.0; n],
+            behaviour: None,
+            rollout: 0,
+            weight: 1.0,
+        }
+    }
+
     /// Loss tokens.
     #[must_use]
     pub fn loss_tokens(&self) -> usize {

@@ -30,6 +30,10 @@ pub struct Tok {
     eos_token: Option<u32>,
     chatml: bool,
     template: Option<ChatTemplate>,
+    /// The files read beside `tokenizer.json` (`tokenizer_config.json`, `chat_template.jinja`,
+    /// `generation_config.json`), written again beside every model the trainer saves, so a
+    /// trained version keeps its chat template and end ids.
+    companions: Vec<(&'static str, Vec<u8>)>,
 }
 
 /// A model's Jinja chat template with the special tokens it may name.
@@ -39,6 +43,10 @@ struct ChatTemplate {
     bos_token: String,
     eos_token: String,
 }
+
+const TOKENIZER_CONFIG: &str = "tokenizer_config.json";
+const GENERATION_CONFIG: &str = "generation_config.json";
+const CHAT_TEMPLATE: &str = "chat_template.jinja";
 
 /// One chat message as OpenAI's API (and transformers' chat templates) take it: `role`,
 /// `content`, and an assistant's `tool_calls` or a tool's `tool_call_id`.
@@ -83,10 +91,13 @@ impl Tok {
         let path = dir.join("tokenizer.json");
         let bytes = std::fs::read(&path).map_err(|e| TrainError::file(&path, e))?;
         let mut tok = Self::from_bytes(bytes).map_err(|e| TrainError::file(&path, e))?;
-        let config_path = dir.join("tokenizer_config.json");
+        let config_path = dir.join(TOKENIZER_CONFIG);
         let config: Value = match std::fs::read_to_string(&config_path) {
             Ok(text) => {
-                serde_json::from_str(&text).map_err(|e| TrainError::file(&config_path, e))?
+                let config =
+                    serde_json::from_str(&text).map_err(|e| TrainError::file(&config_path, e))?;
+                tok.companions.push((TOKENIZER_CONFIG, text.into_bytes()));
+                config
             }
             Err(_) => Value::Null,
         };
@@ -96,10 +107,14 @@ impl Tok {
             _ => None,
         };
         let named_eos = token("eos_token").and_then(|t| tok.inner.token_to_id(&t));
-        let generation_path = dir.join("generation_config.json");
+        let generation_path = dir.join(GENERATION_CONFIG);
         let generation = match std::fs::read_to_string(&generation_path) {
-            Ok(text) => serde_json::from_str::<Value>(&text)
-                .map_err(|e| TrainError::file(&generation_path, e))?,
+            Ok(text) => {
+                let generation = serde_json::from_str::<Value>(&text)
+                    .map_err(|e| TrainError::file(&generation_path, e))?;
+                tok.companions.push((GENERATION_CONFIG, text.into_bytes()));
+                generation
+            }
             Err(_) => Value::Null,
         };
         let mut ends: Vec<u32> = eos.to_vec();
@@ -109,9 +124,13 @@ impl Tok {
         ends.extend(named_eos);
         // transformers ≥ 4.43 saves the template as `chat_template.jinja`, which wins over the
         // config's entry.
-        let jinja_path = dir.join("chat_template.jinja");
+        let jinja_path = dir.join(CHAT_TEMPLATE);
         let (source, template_path) = match std::fs::read_to_string(&jinja_path) {
-            Ok(source) => (Some(source), jinja_path),
+            Ok(source) => {
+                tok.companions
+                    .push((CHAT_TEMPLATE, source.clone().into_bytes()));
+                (Some(source), jinja_path)
+            }
             Err(_) => (chat_template(&config), config_path.clone()),
         };
         if let Some(source) = source {
@@ -172,6 +191,7 @@ impl Tok {
             eos,
             chatml,
             template: None,
+            companions: Vec::new(),
         })
     }
 
@@ -218,6 +238,26 @@ impl Tok {
     #[must_use]
     pub fn json(&self) -> &[u8] {
         &self.json
+    }
+
+    /// Writes `tokenizer.json` and the files read beside it into `dir`: with the weights
+    /// there, a directory the trainer, the built-in server and `transformers` load whole.
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::write(dir.join("tokenizer.json"), &self.json)?;
+        for (name, bytes) in &self.companions {
+            std::fs::write(dir.join(name), bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the model's files carry a chat template (without one, conversations render as
+    /// ChatML or `role: content` lines, and tools cannot be shown).
+    #[must_use]
+    pub fn has_chat_template(&self) -> bool {
+        self.template.is_some()
     }
 
     /// Ids that end a completion.
@@ -283,13 +323,25 @@ impl Tok {
     /// The template fails on it.
     pub fn prompt_text(&self, prompt: &str, chat: bool) -> std::result::Result<String, String> {
         if chat {
-            let user = [message("user", prompt)];
-            match &self.template {
-                Some(template) => template.render(&user, None, true),
-                None => Ok(self.render(&user, true)),
-            }
+            self.generation_prompt(&[message("user", prompt)], None)
         } else {
             Ok(prompt.to_owned())
+        }
+    }
+
+    /// The text of a conversation ending where the assistant's answer starts, with `tools`
+    /// (OpenAI's function specs) for the template: what a served model is fed.
+    ///
+    /// # Errors
+    /// The template fails on it.
+    pub fn generation_prompt(
+        &self,
+        messages: &[Message],
+        tools: Option<&Value>,
+    ) -> std::result::Result<String, String> {
+        match &self.template {
+            Some(template) => template.render(messages, tools, true),
+            None => Ok(self.render(messages, true)),
         }
     }
 
@@ -436,5 +488,38 @@ mod tests {
         assert_eq!(tok.eos(), [0]);
         let again = Tok::from_bytes(tok.json().to_vec()).unwrap();
         assert_eq!(again.sha256, tok.sha256);
+    }
+
+    #[test]
+    fn a_saved_tokenizer_keeps_its_template_and_end_ids() {
+        let base = tempfile::tempdir().unwrap();
+        let tok = Tok::char_level("abc:\n", &["<eos>", "<end>"]).unwrap();
+        std::fs::write(base.path().join("tokenizer.json"), tok.json()).unwrap();
+        std::fs::write(
+            base.path().join(CHAT_TEMPLATE),
+            "{% for m in messages %}{{ m.role }}:{{ m.content }}<end>{% endfor %}\
+             {% if add_generation_prompt %}assistant:{% endif %}",
+        )
+        .unwrap();
+        std::fs::write(
+            base.path().join(GENERATION_CONFIG),
+            r#"{"eos_token_id": [0, 1]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            base.path().join(TOKENIZER_CONFIG),
+            r#"{"eos_token": "<eos>"}"#,
+        )
+        .unwrap();
+        let loaded = Tok::load(base.path(), &[]).unwrap();
+        let saved = tempfile::tempdir().unwrap();
+        loaded.save(saved.path()).unwrap();
+        let again = Tok::load(saved.path(), &[]).unwrap();
+        assert_eq!(again.eos(), loaded.eos());
+        assert_eq!(again.eos(), [0, 1]);
+        assert_eq!(
+            again.prompt_text("a", true).unwrap(),
+            "user:a<end>assistant:"
+        );
     }
 }

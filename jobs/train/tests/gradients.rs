@@ -10,6 +10,18 @@ use agentrl_train::step::{self, Objective, StepContext, TrainSeq, train_step};
 use candle_core::{DType, Device, Tensor, Var};
 use rand::Rng;
 
+/// The largest element of `|a − b|`.
+fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}
+
 fn seqs() -> Vec<TrainSeq> {
     let make = |ids: Vec<u32>, start: usize| {
         let n = ids.len() - start;
@@ -258,26 +270,12 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
     }
     // Every adapter moved (B starts at zero, A gets a gradient from the second step on).
     for ((name, var), before) in model.vars().iter().zip(&initial) {
-        let moved = (var.as_tensor() - before)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let moved = max_abs_diff(var.as_tensor(), before);
         assert!(moved > 0.0, "{name} never trained");
     }
     let unmerged = model.state_dict(false).unwrap();
     for (name, w) in &base {
-        let diff = (w - &unmerged[name])
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let diff = max_abs_diff(w, &unmerged[name]);
         assert_eq!(diff, 0.0, "{name}: a frozen base weight changed");
     }
     let merged = model.state_dict(true).unwrap();
@@ -288,14 +286,7 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
     let b = vars[format!("{module}.lora_B.weight").as_str()].as_tensor();
     let expected =
         (&base[&format!("{module}.weight")] + (b.matmul(a).unwrap() * 2.0).unwrap()).unwrap();
-    let diff = (&merged[&format!("{module}.weight")] - expected)
-        .unwrap()
-        .abs()
-        .unwrap()
-        .max_all()
-        .unwrap()
-        .to_scalar::<f32>()
-        .unwrap();
+    let diff = max_abs_diff(&merged[&format!("{module}.weight")], &expected);
     assert!(diff < 1e-6, "{diff}");
     assert_eq!(
         merged["model.layers.0.self_attn.k_proj.weight"]
@@ -321,6 +312,24 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
     let b = &saved["base_model.model.model.layers.0.mlp.down_proj.lora_B.weight"];
     assert_eq!((a.dims(), b.dims()), (&[4, 32][..], &[32, 4][..]));
     assert_eq!(saved.len(), 12);
+
+    // Served from the adapter on a fresh base: the merged weights again.
+    let mut served = tiny(DType::F32);
+    served.load_adapter(out.path()).unwrap();
+    let again = served.state_dict(true).unwrap();
+    for (name, w) in &merged {
+        let diff = max_abs_diff(w, &again[name]);
+        assert!(diff < 1e-6, "{name}: {diff}");
+    }
+    let mut rslora = config.clone();
+    rslora["use_rslora"] = serde_json::json!(true);
+    std::fs::write(
+        out.path().join("adapter_config.json"),
+        serde_json::to_vec(&rslora).unwrap(),
+    )
+    .unwrap();
+    let refused = tiny(DType::F32).load_adapter(out.path()).unwrap_err();
+    assert!(refused.to_string().contains("use_rslora"), "{refused}");
 }
 
 #[test]

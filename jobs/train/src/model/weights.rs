@@ -216,6 +216,23 @@ impl Model {
         Ok(true)
     }
 
+    /// Puts the PEFT LoRA adapter of `dir` (`adapter_config.json`, `adapter_model.safetensors`,
+    /// as [`Model::save_adapter`] or PEFT writes them) on the model, for serving a version that
+    /// is an adapter. PEFT options this model cannot apply as trained (rsLoRA's or DoRA's
+    /// scaling, per-module ranks) are refused by name, never approximated.
+    ///
+    /// # Errors
+    /// A missing or malformed file, a refused option, a target that matches no layer.
+    pub fn load_adapter(&mut self, dir: &Path) -> Result<()> {
+        let path = dir.join("adapter_config.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
+        let peft: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
+        let config = lora_config(&peft).map_err(|e| TrainError::file(&path, e))?;
+        self.make_trainable(Some(&config), 0)?;
+        self.restore(dir)
+    }
+
     /// Restores trainable weights from a checkpoint directory written by this crate.
     ///
     /// # Errors
@@ -241,6 +258,55 @@ impl Model {
             }
         }
     }
+}
+
+/// The LoRA shape of a PEFT `adapter_config.json`: `r`, `lora_alpha`, `target_modules` (a
+/// list of short names); every option that would change what the adapter computes must be at
+/// PEFT's default.
+fn lora_config(peft: &Value) -> std::result::Result<super::LoraConfig, String> {
+    if peft.get("peft_type").and_then(Value::as_str) != Some("LORA") {
+        return Err("peft_type: only LORA adapters are served".into());
+    }
+    let rank = peft
+        .get("r")
+        .and_then(Value::as_u64)
+        .ok_or("r: missing or not a positive integer")?;
+    let alpha = peft
+        .get("lora_alpha")
+        .and_then(Value::as_f64)
+        .ok_or("lora_alpha: missing or not a number")?;
+    let target_modules = peft
+        .get("target_modules")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().map(|m| m.as_str().map(String::from)).collect())
+        .ok_or("target_modules: not a list of module names (a regex is not supported)")?;
+    let at_default = |field: &str, ok: fn(&Value) -> bool| match peft.get(field) {
+        Some(v) if !ok(v) => Err(format!(
+            "{field}: {v} is not supported, only PEFT's default"
+        )),
+        _ => Ok(()),
+    };
+    at_default("use_rslora", |v| v == &Value::Bool(false))?;
+    at_default("use_dora", |v| v == &Value::Bool(false))?;
+    at_default("bias", |v| v == "none")?;
+    for field in ["rank_pattern", "alpha_pattern"] {
+        at_default(field, |v| {
+            v.as_object().is_some_and(serde_json::Map::is_empty)
+        })?;
+    }
+    for field in ["modules_to_save", "layers_to_transform", "layers_pattern"] {
+        at_default(field, |v| {
+            v.is_null() || v.as_array().is_some_and(Vec::is_empty)
+        })?;
+    }
+    let config = super::LoraConfig {
+        rank: usize::try_from(rank).map_err(|_| "r: too large")?,
+        alpha,
+        dropout: 0.0,
+        target_modules,
+    };
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(config)
 }
 
 /// A safetensors file mapped into memory.

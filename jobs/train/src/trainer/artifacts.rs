@@ -26,15 +26,12 @@ impl Trainer {
             if self.config.merge_lora {
                 self.model
                     .save_hf(&staging.join("merged"), self.config.max_shard_size.0)?;
-                std::fs::write(
-                    staging.join("merged").join("tokenizer.json"),
-                    self.tok.json(),
-                )?;
+                self.tok.save(&staging.join("merged"))?;
             }
         } else {
             self.model.save_hf(&staging, self.config.max_shard_size.0)?;
         }
-        std::fs::write(staging.join("tokenizer.json"), self.tok.json())?;
+        self.tok.save(&staging)?;
         // An earlier attempt's weight files would sit beside a differently sharded set.
         crate::model::remove_weight_files(&out)?;
         for entry in std::fs::read_dir(&staging)? {
