@@ -56,7 +56,7 @@ pub async fn sync(args: &SyncArgs) -> anyhow::Result<()> {
         for version in adapters(&repo, &t).await? {
             let files = version.adapter.as_deref().unwrap_or_default();
             let dest = args.dest.join(t.as_str()).join(&version.name);
-            agentrl_gateway::copy_adapter(stores.objects.as_ref(), files, &dest)
+            agentrl_gateway::copy_files(stores.objects.as_ref(), files, &dest)
                 .await
                 .with_context(|| format!("copying {} of {tenant}", version.name))?;
             println!("{tenant}\t{}\t{}", version.name, dest.display());

@@ -11,7 +11,7 @@ use agentrl_core::gateway::{CallRecord, limit};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Map, Value};
 
-use crate::upstream::GatewayError;
+use crate::upstream::OpenAiError;
 
 /// The budget a call is made under.
 pub(crate) const BUDGET_HEADER: &str = "x-agentrl-budget";
@@ -38,9 +38,9 @@ pub(crate) async fn enforce(
     id: &str,
     call_id: &str,
     request: &mut Map<String, Value>,
-) -> Result<Charge, GatewayError> {
+) -> Result<Charge, OpenAiError> {
     let budget = ledger.budget(tenant, id).await?.ok_or_else(|| {
-        GatewayError::new(
+        OpenAiError::new(
             StatusCode::NOT_FOUND,
             format!("no such budget: {id}"),
             "budget_not_found",
@@ -48,7 +48,7 @@ pub(crate) async fn enforce(
         .with_field(BUDGET_HEADER)
     })?;
     let refused = |code, why: String| {
-        GatewayError::new(StatusCode::TOO_MANY_REQUESTS, why, code)
+        OpenAiError::new(StatusCode::TOO_MANY_REQUESTS, why, code)
             .with_field(BUDGET_HEADER)
             .final_answer()
     };

@@ -16,6 +16,8 @@ use crate::sessions::{self, OPEN_SHARDS};
 pub(crate) enum EndError {
     #[error("no such session")]
     NotFound,
+    #[error("{}", .0.reason)]
+    Outcomes(agentrl_core::FieldError),
     #[error("the session has no answered call to record: nothing to end")]
     NoCalls,
     #[error("trajectory {trajectory}: {reason}")]
@@ -50,7 +52,7 @@ pub(crate) async fn end(
     if calls.is_empty() {
         return Err(EndError::NoCalls);
     }
-    let made = trajectories(agent_id, session, &calls, outcome);
+    let made = trajectories(agent_id, session, &calls, outcome).map_err(EndError::Outcomes)?;
     for t in &made {
         t.validate().map_err(|e| EndError::Invalid {
             trajectory: t.trajectory_id.clone(),
@@ -157,7 +159,7 @@ impl GatewayState {
                 sessions::unlist(table, tenant, agent, session).await?;
                 Ok(Visit::ClosedEmpty)
             }
-            Err(e @ (EndError::NoCalls | EndError::Invalid { .. })) => {
+            Err(e @ (EndError::NoCalls | EndError::Invalid { .. } | EndError::Outcomes(_))) => {
                 if !matches!(e, EndError::NoCalls) {
                     tracing::error!(%tenant, agent_id = agent, session_id = session, error = %e,
                         "an idle session cannot become a trajectory; closed, its call records kept");

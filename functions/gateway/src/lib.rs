@@ -23,9 +23,9 @@ use axum::routing::{get, post};
 use utoipa::OpenApi;
 
 pub use ending::IdleSweep;
-pub use serving::copy_adapter;
+pub use serving::copy_files;
 pub use sessions::Recorder;
-pub use upstream::Upstream;
+pub use upstream::{OpenAiError, Upstream};
 
 /// The largest chat request the gateway takes (long agent contexts).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -94,7 +94,7 @@ impl GatewayState {
         routes::models::models_in_session,
         routes::end::end,
     ),
-    components(schemas(agentrl_core::gateway::SessionEnd)),
+    components(schemas(agentrl_core::gateway::SessionEnd, agentrl_core::gateway::ChoiceOutcome)),
     tags((name = "gateway", description = "The OpenAI-compatible gateway: base URL /gateway/{agent_id}/v1"))
 )]
 struct GatewayApi;

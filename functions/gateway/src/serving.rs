@@ -53,7 +53,7 @@ impl GatewayState {
         };
         if let (Some(dir), None) = (&self.adapter_sync, config.base_url()) {
             let dest = dir.join(t.as_str()).join(name);
-            copy_adapter(self.objects.as_ref(), files, &dest)
+            copy_files(self.objects.as_ref(), files, &dest)
                 .await
                 .map_err(|e| {
                     format!("its adapter could not be copied to {}: {e}", dest.display())
@@ -61,7 +61,7 @@ impl GatewayState {
         }
         let response = self
             .upstream
-            .post(&config, "/load_lora_adapter")
+            .post(&config, "/load_lora_adapter", None)
             .map_err(|e| e.message().to_owned())?
             .json(&json!({"lora_name": name, "lora_path": lora_path}))
             .send()
@@ -95,7 +95,7 @@ impl GatewayState {
     ) -> Result<(), String> {
         let response = self
             .upstream
-            .request(reqwest::Method::GET, config, "/models")
+            .request(reqwest::Method::GET, config, "/models", None)
             .map_err(|e| e.message().to_owned())?
             .send()
             .await
@@ -128,7 +128,7 @@ impl GatewayState {
         if config.lora_dir.is_none() {
             return;
         }
-        let sent = match self.upstream.post(&config, "/unload_lora_adapter") {
+        let sent = match self.upstream.post(&config, "/unload_lora_adapter", None) {
             Ok(request) => request.json(&json!({"lora_name": name})).send().await,
             Err(e) => {
                 tracing::warn!(tenant = %t, name, reason = e.message(), "version not unloaded");
@@ -160,13 +160,13 @@ fn quote(body: &str) -> &str {
     &body[..end]
 }
 
-/// Copies an adapter's files (object paths) into `dest` (created), each written beside
+/// Copies files (object paths: an adapter's, a model's) into `dest` (created), each written beside
 /// under a temporary name and renamed into place, so a reader never sees half a file. A file
 /// already there with the same size is kept: a version's files never change.
 ///
 /// # Errors
 /// A file missing from the store, the store, or the disk.
-pub async fn copy_adapter(
+pub async fn copy_files(
     objects: &dyn Objects,
     files: &[String],
     dest: &Path,

@@ -30,9 +30,9 @@ pub(crate) async fn read_capped(
     mut response: reqwest::Response,
     cap: usize,
     overflow: Overflow,
-) -> Result<bytes::Bytes, GatewayError> {
+) -> Result<bytes::Bytes, OpenAiError> {
     let too_large = || {
-        GatewayError::new(
+        OpenAiError::new(
             StatusCode::BAD_GATEWAY,
             format!("the upstream's answer is larger than {cap} bytes"),
             "upstream_too_large",
@@ -45,7 +45,7 @@ pub(crate) async fn read_capped(
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| GatewayError::transport(&e))?
+        .map_err(|e| OpenAiError::transport(&e))?
     {
         if body.len() + chunk.len() > cap {
             if overflow == Overflow::Refuse {
@@ -63,7 +63,18 @@ pub(crate) async fn read_capped(
 #[derive(Clone)]
 pub struct Upstream {
     client: reqwest::Client,
-    deployment: Option<(String, Option<String>)>,
+    deployment: Option<(String, Key)>,
+}
+
+/// What authenticates the gateway to the deployment's upstream.
+#[derive(Clone)]
+enum Key {
+    None,
+    /// The deployment's own key.
+    Fixed(String),
+    /// The caller's own `Authorization`: the upstream is this deployment's model server,
+    /// which knows the tenants' keys and serves each tenant its own versions.
+    Caller,
 }
 
 impl Upstream {
@@ -73,6 +84,19 @@ impl Upstream {
     /// When the TLS backend cannot start (no usable crypto provider).
     #[must_use]
     pub fn new(base_url: Option<String>, api_key: Option<String>) -> Self {
+        let key = api_key.map_or(Key::None, Key::Fixed);
+        Self::with(base_url.map(|u| (u, key)))
+    }
+
+    /// The deployment's own model server at `base_url` (`agentrl serve`'s, at
+    /// `/models/v1`): each call goes with its caller's `Authorization`, so the server knows
+    /// whose versions to serve.
+    #[must_use]
+    pub fn own_models(base_url: String) -> Self {
+        Self::with(Some((base_url, Key::Caller)))
+    }
+
+    fn with(deployment: Option<(String, Key)>) -> Self {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // A redirect could take the call, and the deployment's key, somewhere else.
@@ -81,7 +105,7 @@ impl Upstream {
             .expect("the HTTP client starts");
         Self {
             client,
-            deployment: base_url.map(|u| (u.trim_end_matches('/').to_owned(), api_key)),
+            deployment: deployment.map(|(u, k)| (u.trim_end_matches('/').to_owned(), k)),
         }
     }
 
@@ -95,28 +119,32 @@ impl Upstream {
         )
     }
 
-    /// A `POST` to `path` (`/chat/completions`) of the tenant's upstream: its own URL with no
-    /// key, or the deployment's with the deployment's key.
+    /// A `POST` to `path` (`/chat/completions`) of the tenant's upstream, as
+    /// [`Upstream::request`] sends it.
     pub(crate) fn post(
         &self,
         config: &GatewayConfig,
         path: &str,
-    ) -> Result<reqwest::RequestBuilder, GatewayError> {
-        self.request(reqwest::Method::POST, config, path)
+        caller: Option<&HeaderValue>,
+    ) -> Result<reqwest::RequestBuilder, OpenAiError> {
+        self.request(reqwest::Method::POST, config, path, caller)
     }
 
-    /// A request to `path` of the tenant's upstream, as [`Upstream::post`].
+    /// A request to `path` of the tenant's upstream: its own URL with no key, or the
+    /// deployment's with the deployment's key (or, to the deployment's own model server, the
+    /// `caller`'s `Authorization`).
     pub(crate) fn request(
         &self,
         method: reqwest::Method,
         config: &GatewayConfig,
         path: &str,
-    ) -> Result<reqwest::RequestBuilder, GatewayError> {
+        caller: Option<&HeaderValue>,
+    ) -> Result<reqwest::RequestBuilder, OpenAiError> {
         let (base, key) = match (config.base_url(), &self.deployment) {
-            (Some(url), _) => (url, None),
-            (None, Some((url, key))) => (url.as_str(), key.as_deref()),
+            (Some(url), _) => (url, &Key::None),
+            (None, Some((url, key))) => (url.as_str(), key),
             (None, None) => {
-                return Err(GatewayError::new(
+                return Err(OpenAiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "no upstream: set base_url with PUT /v1/config/gateway",
                     "upstream_unavailable",
@@ -127,17 +155,18 @@ impl Upstream {
             .client
             .request(method, format!("{base}{path}"))
             .timeout(Duration::from_millis(config.request_timeout_ms));
-        Ok(match key {
-            Some(key) => request.bearer_auth(key),
-            None => request,
+        Ok(match (key, caller) {
+            (Key::Fixed(key), _) => request.bearer_auth(key),
+            (Key::Caller, Some(caller)) => request.header(header::AUTHORIZATION, caller.clone()),
+            _ => request,
         })
     }
 }
 
 /// A failed call, answered as OpenAI answers errors (`{"error": {message, type, code}}`) with
-/// RFC 9457's fields beside it.
+/// RFC 9457's fields beside it: the gateway's errors, and the built-in model server's.
 #[derive(Debug)]
-pub(crate) struct GatewayError {
+pub struct OpenAiError {
     status: StatusCode,
     message: String,
     code: &'static str,
@@ -148,8 +177,10 @@ pub(crate) struct GatewayError {
     final_answer: bool,
 }
 
-impl GatewayError {
-    pub(crate) fn new(status: StatusCode, message: impl Into<String>, code: &'static str) -> Self {
+impl OpenAiError {
+    /// An error of `status` saying `message`, with OpenAI's `code`.
+    #[must_use]
+    pub fn new(status: StatusCode, message: impl Into<String>, code: &'static str) -> Self {
         Self {
             status,
             message: message.into(),
@@ -161,7 +192,8 @@ impl GatewayError {
     }
 
     /// The same error, naming the request field (or header) at fault.
-    pub(crate) fn with_field(mut self, field: impl Into<String>) -> Self {
+    #[must_use]
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self
     }
@@ -172,7 +204,9 @@ impl GatewayError {
         self
     }
 
-    pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+    /// A 400 naming the request field at fault.
+    #[must_use]
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message, "invalid_request").with_field(field)
     }
 
@@ -235,7 +269,7 @@ impl GatewayError {
     }
 }
 
-impl IntoResponse for GatewayError {
+impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
         let title = self.status.canonical_reason().unwrap_or("Error");
         let mut body = json!({
@@ -265,7 +299,7 @@ impl IntoResponse for GatewayError {
     }
 }
 
-impl From<agentrl_store::StoreError> for GatewayError {
+impl From<agentrl_store::StoreError> for OpenAiError {
     fn from(e: agentrl_store::StoreError) -> Self {
         tracing::error!(error = %e, "gateway store failure");
         Self::new(

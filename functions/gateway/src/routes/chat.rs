@@ -20,7 +20,7 @@ use super::{SESSION_HEADER, VERSION_HEADER, now_ms, session_id};
 use crate::GatewayState;
 use crate::budget::{self, BUDGET_HEADER};
 use crate::sessions::{self, Recorder, Session};
-use crate::upstream::{GatewayError, MAX_ANSWER_BYTES, MAX_ERROR_BYTES, Overflow, read_capped};
+use crate::upstream::{MAX_ANSWER_BYTES, MAX_ERROR_BYTES, OpenAiError, Overflow, read_capped};
 
 /// An OpenAI Chat Completions request: the fields the gateway reads, and every other field
 /// (`tools`, `tool_choice`, `n`, `logprobs`, `stop`, `max_completion_tokens`,
@@ -116,7 +116,8 @@ async fn respond(
     body: Bytes,
 ) -> Response {
     let budget = header(headers, BUDGET_HEADER);
-    match call(state, tenant, agent_id, session, budget, body).await {
+    let caller = headers.get(header::AUTHORIZATION);
+    match call(state, tenant, agent_id, session, budget, caller, body).await {
         Ok(r) | Err(r) => r,
     }
 }
@@ -127,6 +128,7 @@ async fn call(
     agent_id: String,
     session: Option<String>,
     budget: Option<String>,
+    caller: Option<&HeaderValue>,
     body: Bytes,
 ) -> Result<Response, Response> {
     let fail = IntoResponse::into_response;
@@ -144,7 +146,7 @@ async fn call(
             "." => "body".into(),
             _ => path,
         };
-        fail(GatewayError::invalid(
+        fail(OpenAiError::invalid(
             field,
             format!("not a chat completions request: {}", e.inner()),
         ))
@@ -153,14 +155,14 @@ async fn call(
     let session = session_id(session).map_err(fail)?;
     if let Some(id) = &budget {
         check_id(BUDGET_HEADER, id)
-            .map_err(|e| fail(GatewayError::invalid(BUDGET_HEADER, e.to_string())))?;
+            .map_err(|e| fail(OpenAiError::invalid(BUDGET_HEADER, e.to_string())))?;
     }
     let table = state.table.as_ref();
     let agent = sessions::agent(table, &tenant, &agent_id)
         .await
-        .map_err(|e| fail(GatewayError::from(e)))?
+        .map_err(|e| fail(OpenAiError::from(e)))?
         .ok_or_else(|| {
-            fail(GatewayError::new(
+            fail(OpenAiError::new(
                 StatusCode::NOT_FOUND,
                 "no such agent",
                 "not_found",
@@ -177,9 +179,9 @@ async fn call(
         }
     })
     .await
-    .map_err(|e| fail(GatewayError::from(e)))?;
+    .map_err(|e| fail(OpenAiError::from(e)))?;
     if pinned.ended.is_some() {
-        return Err(fail(GatewayError::new(
+        return Err(fail(OpenAiError::new(
             StatusCode::CONFLICT,
             format!("session {session} has ended: start another"),
             "session_ended",
@@ -189,7 +191,7 @@ async fn call(
         .configs
         .get(&tenant)
         .await
-        .map_err(|e| fail(GatewayError::from(e)))?;
+        .map_err(|e| fail(OpenAiError::from(e)))?;
     request.model = Some(pinned.served_model.clone());
     if config.token_ids {
         request
@@ -243,12 +245,12 @@ async fn call(
     );
     let upstream = state
         .upstream
-        .post(&config, "/chat/completions")
+        .post(&config, "/chat/completions", caller)
         .map_err(fail)?
         .json(&request)
         .send()
         .await
-        .map_err(|e| fail(GatewayError::transport(&e)))?;
+        .map_err(|e| fail(OpenAiError::transport(&e)))?;
     let status = upstream.status();
     if !status.is_success() {
         let retry_after = upstream.headers().get(header::RETRY_AFTER).cloned();
@@ -256,7 +258,7 @@ async fn call(
         let body = read_capped(upstream, MAX_ERROR_BYTES, Overflow::Cut)
             .await
             .unwrap_or_default();
-        return Err(fail(GatewayError::upstream(status, retry_after, &body)));
+        return Err(fail(OpenAiError::upstream(status, retry_after, &body)));
     }
     let prefix = sessions::calls_prefix(&tenant, &agent_id, &session);
     let mut response = if stream {
@@ -283,7 +285,7 @@ async fn call(
             .await
             .map_err(fail)?;
         let answer: Value = serde_json::from_slice(&body).map_err(|e| {
-            fail(GatewayError::new(
+            fail(OpenAiError::new(
                 StatusCode::BAD_GATEWAY,
                 format!("the upstream answered malformed JSON: {e}"),
                 "upstream_malformed",

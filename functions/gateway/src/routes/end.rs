@@ -37,7 +37,7 @@ pub(crate) struct EndedView {
         (status = 400, description = "Invalid outcome (the field is named)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The session has no answered call", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A recorded call breaks a trajectory limit (the field is named)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A recorded call breaks a trajectory limit, or `choices` does not give one outcome per choice (the field is named)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn end(
     State(state): State<GatewayState>,
@@ -58,6 +58,9 @@ pub(crate) async fn end(
         .map_err(|e| match e {
             EndError::NotFound => ApiError::not_found("session"),
             EndError::NoCalls => ApiError::conflict(e.to_string()),
+            EndError::Outcomes(e) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.reason).with_field(e.field)
+            }
             EndError::Invalid { ref field, .. } => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
                     .with_field(field.clone())

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::SESSION_HEADER;
 use crate::GatewayState;
 use crate::sessions;
-use crate::upstream::GatewayError;
+use crate::upstream::OpenAiError;
 
 /// The model the agent is served under: the session's pinned version when the call names a
 /// session that exists, else what a new session would get now.
@@ -61,15 +61,15 @@ async fn list(
     let agent = match sessions::agent(table, tenant, agent_id).await {
         Ok(Some(a)) => a,
         Ok(None) => {
-            return GatewayError::new(StatusCode::NOT_FOUND, "no such agent", "not_found")
+            return OpenAiError::new(StatusCode::NOT_FOUND, "no such agent", "not_found")
                 .into_response();
         }
-        Err(e) => return GatewayError::from(e).into_response(),
+        Err(e) => return OpenAiError::from(e).into_response(),
     };
     let pinned = match &session {
         Some(s) => match sessions::read(table, tenant, agent_id, s).await {
             Ok(found) => found.map(|(s, _)| s.served_model),
-            Err(e) => return GatewayError::from(e).into_response(),
+            Err(e) => return OpenAiError::from(e).into_response(),
         },
         None => None,
     };

@@ -10,4 +10,4 @@ mod session;
 
 pub use config::GatewayConfig;
 pub use record::{CallRecord, ChoiceRecord, RecordedToolCall, StreamRecorder};
-pub use session::{SessionEnd, served_name, trajectories};
+pub use session::{ChoiceOutcome, SessionEnd, served_name, trajectories};

@@ -24,23 +24,67 @@ pub struct SessionEnd {
     pub success: Option<bool>,
     /// Its reward, in [-1, 1] (needs `success`).
     pub reward: Option<f64>,
+    /// A session of `n` choices (a group): the outcome of each, in choice order, so the group's
+    /// members are told apart (GRPO learns from their differences); in place of `success` and
+    /// `reward`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<ChoiceOutcome>>,
+}
+
+/// The outcome of one choice of a group session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ChoiceOutcome {
+    /// Whether this choice's attempt succeeded.
+    pub success: bool,
+    /// Its reward, in [-1, 1].
+    pub reward: Option<f64>,
+}
+
+fn check_reward(field: String, reward: Option<f64>) -> Result<(), FieldError> {
+    match reward {
+        Some(r) if !(r.is_finite() && (-1.0..=1.0).contains(&r)) => {
+            Err(FieldError::new(field, "must be between -1 and 1"))
+        }
+        _ => Ok(()),
+    }
 }
 
 impl SessionEnd {
-    /// Checks the reward's range and that it comes with `success`.
+    /// Checks the rewards' range, that a reward comes with `success`, and that per-choice
+    /// outcomes come alone.
     ///
     /// # Errors
     /// The field at fault.
     pub fn validate(&self) -> Result<(), FieldError> {
-        if let Some(r) = self.reward {
-            if !(r.is_finite() && (-1.0..=1.0).contains(&r)) {
-                return Err(FieldError::new("reward", "must be between -1 and 1"));
+        check_reward("reward".into(), self.reward)?;
+        if self.reward.is_some() && self.success.is_none() {
+            return Err(FieldError::new("success", "required with a reward"));
+        }
+        if let Some(choices) = &self.choices {
+            if self.success.is_some() || self.reward.is_some() {
+                return Err(FieldError::new(
+                    "choices",
+                    "give success and reward, or choices, not both",
+                ));
             }
-            if self.success.is_none() {
-                return Err(FieldError::new("success", "required with a reward"));
+            if choices.is_empty() {
+                return Err(FieldError::new("choices", "at least one outcome"));
+            }
+            for (i, c) in choices.iter().enumerate() {
+                check_reward(format!("choices[{i}].reward"), c.reward)?;
             }
         }
         Ok(())
+    }
+
+    /// The outcome of choice `i`.
+    fn outcome(&self, i: usize) -> Option<(bool, Option<f64>)> {
+        match &self.choices {
+            Some(choices) => choices.get(i).map(|c| (c.success, c.reward)),
+            None => self.success.map(|s| (s, self.reward)),
+        }
     }
 }
 
@@ -55,21 +99,34 @@ pub fn served_name(agent_id: &str, version: Option<&str>, model: &str) -> String
 const TRUNCATED: &str = "truncated: the client disconnected before the reply was complete";
 
 /// The trajectories of session `session_id` of `agent_id`, from its calls in order.
-#[must_use]
+///
+/// # Errors
+/// Per-choice outcomes (`choices`) that are not one per choice.
 pub fn trajectories(
     agent_id: &str,
     session_id: &str,
     calls: &[CallRecord],
     end: &SessionEnd,
-) -> Vec<Trajectory> {
+) -> Result<Vec<Trajectory>, FieldError> {
     let width = calls
         .iter()
         .map(|c| c.choices.len())
         .max()
         .unwrap_or(1)
         .max(1);
+    if let Some(choices) = &end.choices
+        && choices.len() != width
+    {
+        return Err(FieldError::new(
+            "choices",
+            format!(
+                "the session's calls had {width} choices; {} outcomes were given",
+                choices.len()
+            ),
+        ));
+    }
     let truncated = calls.iter().any(|c| c.truncated);
-    (0..width)
+    Ok((0..width)
         .map(|i| Trajectory {
             schema_version: None,
             trajectory_id: if width == 1 {
@@ -84,14 +141,14 @@ pub fn trajectories(
             policy_version: calls.iter().find_map(|c| c.version.clone()),
             tools: tools(calls),
             turns: turns(calls, i),
-            final_outcome: end.success.map(|success| FinalOutcome {
+            final_outcome: end.outcome(i).map(|(success, reward)| FinalOutcome {
                 success,
-                reward: end.reward,
+                reward,
                 termination_reason: None,
                 truncated,
             }),
         })
-        .collect()
+        .collect())
 }
 
 /// Every tool the calls declared, by name (the last declaration wins).
@@ -335,8 +392,9 @@ mod tests {
         let end = SessionEnd {
             success: Some(true),
             reward: Some(1.0),
+            choices: None,
         };
-        let t = trajectories("a", "s1", &[first, second], &end);
+        let t = trajectories("a", "s1", &[first, second], &end).unwrap();
         assert_eq!(t.len(), 1);
         let t = &t[0];
         assert_eq!(
@@ -385,7 +443,7 @@ mod tests {
             &[("a", &[1]), ("b", &[2])],
         );
         c.truncated = true;
-        let t = trajectories("a", "s2", &[c], &SessionEnd::default());
+        let t = trajectories("a", "s2", &[c.clone()], &SessionEnd::default()).unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!(t[1].trajectory_id, "s2.1");
         assert_eq!(t[1].group_id.as_deref(), Some("s2"));
@@ -398,6 +456,30 @@ mod tests {
                 .starts_with("truncated")
         );
         assert!(t[0].final_outcome.is_none());
+        // Each member of the group gets its own outcome, one per choice.
+        let outcomes = |rewards: &[f64]| SessionEnd {
+            choices: Some(
+                rewards
+                    .iter()
+                    .map(|&r| ChoiceOutcome {
+                        success: r > 0.0,
+                        reward: Some(r),
+                    })
+                    .collect(),
+            ),
+            ..SessionEnd::default()
+        };
+        let t = trajectories("a", "s2", &[c.clone()], &outcomes(&[1.0, 0.0])).unwrap();
+        let got: Vec<_> = t
+            .iter()
+            .map(|t| {
+                let o = t.final_outcome.as_ref().unwrap();
+                (o.success, o.reward)
+            })
+            .collect();
+        assert_eq!(got, [(true, Some(1.0)), (false, Some(0.0))]);
+        let wrong = trajectories("a", "s2", &[c], &outcomes(&[1.0])).unwrap_err();
+        assert_eq!(wrong.field, "choices");
     }
 
     #[test]
@@ -410,7 +492,7 @@ mod tests {
                 {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]}]),
             &[("a cat", &[1])],
         );
-        let t = &trajectories("a", "s3", &[c], &SessionEnd::default())[0];
+        let t = &trajectories("a", "s3", &[c], &SessionEnd::default()).unwrap()[0];
         let user = &t.turns[0];
         assert_eq!(
             user.content,
@@ -433,13 +515,30 @@ mod tests {
         let bad = SessionEnd {
             success: None,
             reward: Some(0.5),
+            choices: None,
         };
         assert_eq!(bad.validate().unwrap_err().field, "success");
         let bad = SessionEnd {
             success: Some(true),
             reward: Some(2.0),
+            choices: None,
         };
         assert_eq!(bad.validate().unwrap_err().field, "reward");
+        let one = |reward| ChoiceOutcome {
+            success: true,
+            reward: Some(reward),
+        };
+        let bad = SessionEnd {
+            choices: Some(vec![one(1.0), one(-3.0)]),
+            ..SessionEnd::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "choices[1].reward");
+        let bad = SessionEnd {
+            success: Some(true),
+            choices: Some(vec![one(1.0)]),
+            ..SessionEnd::default()
+        };
+        assert_eq!(bad.validate().unwrap_err().field, "choices");
         assert_eq!(served_name("a", Some("v3"), "qwen"), "a-v3");
         assert_eq!(served_name("a", None, "qwen"), "qwen");
     }
