@@ -5,6 +5,7 @@ pub mod dataset;
 pub mod demo;
 pub mod diff_score;
 pub mod keys;
+pub mod model_server;
 pub mod models;
 pub mod replay;
 pub mod secret;

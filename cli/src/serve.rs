@@ -1,4 +1,5 @@
-//! `agentrl serve`: the local stack on the embedded store (default) or on AWS (`--aws`).
+//! `agentrl serve`: the local stack on the embedded store (default) or on AWS (`--aws`), with
+//! the built-in model server at `/models/v1` (see [`crate::model_server`]).
 
 use std::{net::SocketAddr, path::PathBuf};
 

@@ -29,6 +29,23 @@ const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// How often the policy update loop visits the pending agents (the template's schedule).
 const POLICY_EVERY: Duration = Duration::from_secs(15 * 60);
 
+/// Models the built-in model server holds loaded at once.
+const MODELS_HELD: usize = 2;
+
+/// The address this process reaches its own listener at: a wildcard bind is reached on
+/// loopback.
+fn loopback(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, addr.port()))
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port()))
+        }
+        _ => addr,
+    }
+}
+
 /// How the stack runs training jobs.
 pub enum Launch {
     /// As child processes, one at a time: `program ARGS… run …` (the `agentrl train` command
@@ -79,7 +96,7 @@ fn batches_of(max_messages: usize) -> DrainOptions {
     }
 }
 
-/// The composed application of every function.
+/// The composed application of every function, and the built-in model server.
 pub fn application(
     stores: &Stores,
     auth: Auth,
@@ -87,6 +104,7 @@ pub fn application(
     training: TrainingState,
     provider: Arc<Provider>,
     gateway: agentrl_gateway::GatewayState,
+    models: crate::model_server::ModelServer,
 ) -> axum::Router {
     let services = vec![
         agentrl_budget::service(BudgetState::new(stores.table.clone())),
@@ -110,6 +128,7 @@ pub fn application(
         )),
         agentrl_training::service(training),
         agentrl_gateway::service(gateway),
+        crate::model_server::service(models),
     ];
     app(
         services,
@@ -208,13 +227,33 @@ pub async fn start(
     let provider = Arc::new(Provider::from_env());
     // Beside the static keys, the tenant API keys `agentrl keys` created in this store.
     let auth = auth.with_stored(agentrl_http::api_keys::ApiKeys::new(stores.table.clone()));
+    // The built-in model server serves the trainer's models at /models/v1; it is the
+    // gateway's upstream unless the deployment names another (AGENTRL_GATEWAY_BASE_URL).
+    let staging = tempfile::Builder::new()
+        .prefix("agentrl-models-")
+        .tempdir()
+        .context("creating the model server's staging directory")?;
+    let models = crate::model_server::ModelServer::new(
+        agentrl_training::TrainingRepo::new(stores.table.clone()),
+        stores.objects.clone(),
+        staging.path().to_owned(),
+        MODELS_HELD,
+    );
+    let upstream = match std::env::var("AGENTRL_GATEWAY_BASE_URL") {
+        Ok(url) if !url.is_empty() => agentrl_gateway::Upstream::from_env(),
+        _ => agentrl_gateway::Upstream::own_models(format!(
+            "http://{}{}",
+            loopback(addr),
+            crate::model_server::BASE_PATH
+        )),
+    };
     // Starts the gateway's call recorder on this runtime; the sweeper ends its idle sessions,
     // and promotions have it serve versions before they are routed.
     let mut gateway = agentrl_gateway::GatewayState::new(
         stores.table.clone(),
         stores.objects.clone(),
         stores.queue.clone(),
-        agentrl_gateway::Upstream::from_env(),
+        upstream,
     );
     if let Some(dir) = std::env::var_os("AGENTRL_LORA_SYNC_DIR").filter(|d| !d.is_empty()) {
         gateway = gateway.with_adapter_sync(dir.into());
@@ -228,6 +267,7 @@ pub async fn start(
         training.clone(),
         provider.clone(),
         gateway.clone(),
+        models,
     );
     let (stop, mut stopped) = watch::channel(false);
     let runner = local.map(|(jobs, command, storage, logs)| {
@@ -336,6 +376,7 @@ pub async fn start(
         if let Some(runner) = runner {
             runner.await.context("the training runner panicked")?;
         }
+        drop(staging);
         Ok(())
     });
     Ok(Running { addr, stop, task })

@@ -137,7 +137,7 @@ async fn start_upstream() -> (String, Seen) {
 }
 
 /// What `script` (of `api/python/`, run by the test venv's Python with `args`) printed as JSON.
-async fn python(script: &str, args: Vec<String>) -> Value {
+pub(crate) async fn python(script: &str, args: Vec<String>) -> Value {
     let script = format!("{}/api/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(agentrl_testkit::venv_python())
@@ -157,7 +157,7 @@ async fn python(script: &str, args: Vec<String>) -> Value {
 }
 
 /// The turn rows of `trajectory`, once the ingest worker has written them.
-async fn turns(s: &Stack, trajectory: &str) -> Vec<agentrl_turns::TurnRow> {
+pub(crate) async fn turns(s: &Stack, trajectory: &str) -> Vec<agentrl_turns::TurnRow> {
     for _ in 0..100 {
         let mut rows = Vec::new();
         for meta in s.stores.objects.list("trajectories/").await.unwrap() {

@@ -15,6 +15,7 @@ mod keys;
 mod kpis;
 mod learning;
 mod limits;
+mod model_server;
 mod plumbing;
 mod rewards;
 mod serving;

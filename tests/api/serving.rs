@@ -76,7 +76,7 @@ async fn start_upstream() -> (String, Upstream) {
 }
 
 /// A run of coder-7 that finishes with `trainer_output` (`lora`: an adapter): its version.
-async fn finished_run(s: &Stack, seed: u64, lora: bool) -> (String, String) {
+pub(crate) async fn finished_run(s: &Stack, seed: u64, lora: bool) -> (String, String) {
     let body = json!({"agent_id": "coder-7", "dataset_id": "2026-11-24-abc",
         "config": {"seed": seed, "grpo": {"stop": ["finish"]}}});
     let (status, run) = s.a("POST", "/v1/training-runs", Some(&body)).await;

@@ -43,6 +43,45 @@ impl Client {
         Ok((status, value))
     }
 
+    /// A chat completion through the gateway in session `session`: the status, the version
+    /// that served it (`x-agentrl-version`) and the answer; printed when `show`.
+    async fn chat(
+        &self,
+        path: &str,
+        key: &str,
+        session: &str,
+        body: Value,
+        show: bool,
+    ) -> anyhow::Result<(u16, String, Value)> {
+        if show {
+            println!("\n→ POST {path}  (x-agentrl-session: {session})\n  {body}");
+        }
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .header("x-agentrl-session", session)
+            .json(&body)
+            .send()
+            .await
+            .with_context(|| format!("calling {path}"))?;
+        let status = resp.status().as_u16();
+        let version = resp
+            .headers()
+            .get("x-agentrl-version")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let value: Value = resp.json().await.unwrap_or(Value::Null);
+        if show {
+            println!(
+                "← {status} (x-agentrl-version: {version}) {}",
+                serde_json::to_string_pretty(&value)?.replace('\n', "\n  ")
+            );
+        }
+        Ok((status, version, value))
+    }
+
     /// [`Client::call`] without printing: for polls and bulk sends.
     async fn quiet(
         &self,

@@ -1,7 +1,10 @@
-//! The demo's last act: the loop closed on the embedded default. Trajectories an agent
-//! produced become a dataset, the dataset starts a training run of a tiny model by itself, the
-//! run registers a model version, and the evaluation gate decides on promoting it — then on a
-//! second version trained from the first, compared on the same validation set.
+//! The demo's last act: the loop closed on the embedded default, with no trajectory built
+//! by hand. An agent answers sums through the gateway, served by the built-in model server
+//! (a tiny model on the CPU); the gateway records every call with the sampler's token ids and
+//! logprobs; ended sessions become trajectories, then a dataset, which starts a training run
+//! by itself; the run registers a model version, the evaluation gate promotes it, and the
+//! gateway serves it to the next sessions — whose answers show what it learnt. Then a second
+//! version, trained from the first, goes to a canary.
 
 use std::{path::Path, time::Duration};
 
@@ -15,9 +18,9 @@ use super::Client;
 /// The characters of the demo's conversations: the tiny model's whole vocabulary.
 const ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789 :+=?\n";
 
-/// Prompts of the toy task, and candidate answers per prompt.
-const PROMPTS: u64 = 12;
-const CANDIDATES: u64 = 3;
+/// Sums the agent is asked, and answers it draws per sum (a session of `n` choices: a group).
+const PROMPTS: u64 = 16;
+const CANDIDATES: u64 = 4;
 
 /// How long a run may take before the demo gives up.
 const RUN_TIMEOUT: Duration = Duration::from_secs(150);
@@ -41,7 +44,8 @@ pub(super) async fn close_the_loop(
     dir: &Path,
 ) -> anyhow::Result<()> {
     println!(
-        "\n  (closing the loop: trajectories → dataset → training run → model version → gate)"
+        "\n  (closing the loop: an agent through the gateway → trajectories → dataset → \
+         training run → model version → gate → the gateway serves it)"
     );
     agentrl_train::demo::write_base_model(&dir.join("objects/models/demo-tiny"), ALPHABET, 0)
         .context("writing the demo's base model")?;
@@ -59,7 +63,12 @@ pub(super) async fn close_the_loop(
         )
         .await?;
     ensure!(s == 201, "agent answered {s}: {agent}");
-    send_trajectories(c, key).await?;
+    let before = agent_round(c, key, "r1").await?;
+    ensure!(
+        before.versions.iter().all(|v| v == "demo-tiny"),
+        "before any promotion the gateway served {:?}",
+        before.versions
+    );
     wait_for_turns(stores, PROMPTS * CANDIDATES * 2).await?;
 
     println!(
@@ -123,6 +132,23 @@ pub(super) async fn close_the_loop(
         )
         .await?;
     show_decision(s, &promoted, "v1", "the base model")?;
+    ensure!(s == 200, "the gate refused v1: {promoted}");
+
+    println!("\n  (the agent's next sessions, through the same URL, are served by v1)");
+    let after = agent_round(c, key, "r2").await?;
+    ensure!(
+        after.versions.iter().all(|v| v == "solver-1-v1"),
+        "after the promotion the gateway served {:?}",
+        after.versions
+    );
+    println!(
+        "\n  answers that are a number: {} of {} from the base model, {} of {} from v1",
+        before.rewarded, before.answers, after.rewarded, after.answers
+    );
+    ensure!(
+        after.rewarded > before.rewarded,
+        "v1 answered no better than the base model"
+    );
 
     println!("\n  (a second run trains from v1 and goes to a quarter of the traffic if it passes)");
     let (s, created) = c
@@ -183,41 +209,85 @@ fn show_decision(
     Ok(())
 }
 
-/// Twelve sums, each answered three times: right (reward 1), a refusal and an answer off by
-/// one (reward 0), the answers to one prompt sharing a group and a conversation. Refusing is
-/// the pattern a tiny model can learn to avoid from a dozen prompts; the arithmetic is not.
-async fn send_trajectories(c: &Client, key: &str) -> anyhow::Result<()> {
+/// What one round of the agent saw.
+struct Round {
+    /// Answers drawn, and those the checker rewarded.
+    answers: u64,
+    rewarded: u64,
+    /// The model that served each session (`x-agentrl-version`).
+    versions: Vec<String>,
+}
+
+/// The checker: the agent wants a number, so an answer is rewarded when it starts with a
+/// digit. (A model this small cannot learn to add from a few dozen answers; it can learn what
+/// form the answer takes — as a real agent learns its output format first.)
+fn reward(answer: &str) -> f64 {
+    if answer.starts_with(|c: char| c.is_ascii_digit()) {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// The agent at work: each sum is one gateway session (`x-agentrl-session`) asking for
+/// `CANDIDATES` answers, which the checker scores; the session then ends with each answer's
+/// outcome. Nothing but OpenAI-style calls and the session's end: the gateway records the
+/// rest. The first exchange is shown whole, with the token ids and logprobs it carried.
+async fn agent_round(c: &Client, key: &str, round: &str) -> anyhow::Result<Round> {
     println!(
-        "\n  (the agent answers {PROMPTS} sums {CANDIDATES} times each; one trajectory shown)"
+        "\n  (the agent answers {PROMPTS} sums, {CANDIDATES} answers each, through \
+         /gateway/solver-1/v1; one exchange shown)"
     );
+    let mut seen = Round {
+        answers: 0,
+        rewarded: 0,
+        versions: Vec::new(),
+    };
     for p in 0..PROMPTS {
         let (a, b) = (p % 5 + 1, p / 5 + 2);
-        for k in 0..CANDIDATES {
-            let answer = match k {
-                0 => format!("{a}+{b}={}", a + b),
-                1 => "no idea".to_owned(),
-                _ => format!("{a}+{b}={}", a + b + 1),
-            };
-            let trajectory = json!({
-                "trajectory_id": format!("sum-{p}-{k}"), "agent_id": "solver-1",
-                "conversation_id": format!("sum-{p}"), "group_id": format!("sum-{p}"),
-                "turns": [
-                    {"role": "user", "content": format!("what is {a}+{b}?")},
-                    {"role": "assistant", "content": answer}
-                ],
-                "final_outcome": {"success": k == 0, "reward": if k == 0 { 1.0 } else { 0.0 }}
-            });
-            let (s, accepted) = if p == 0 && k == 0 {
-                c.call("POST", "/v1/trajectories", key, Some(trajectory))
-                    .await?
-            } else {
-                c.quiet("POST", "/v1/trajectories", key, Some(trajectory))
-                    .await?
-            };
-            ensure!(s == 202, "trajectory answered {s}: {accepted}");
-        }
+        let session = format!("{round}-sum-{p}");
+        let request = json!({
+            "model": "solver-1",
+            "messages": [{"role": "user", "content": format!("what is {a}+{b}?")}],
+            "n": CANDIDATES, "max_tokens": 3, "temperature": 1.0, "seed": p,
+        });
+        let (s, version, answer) = c
+            .chat(
+                "/gateway/solver-1/v1/chat/completions",
+                key,
+                &session,
+                request,
+                p == 0,
+            )
+            .await?;
+        ensure!(s == 200, "the gateway answered {s}: {answer}");
+        let choices = answer["choices"].as_array().context("no choices")?;
+        ensure!(
+            choices.len() == CANDIDATES as usize
+                && answer["prompt_token_ids"].is_array()
+                && choices.iter().all(|c| c["token_ids"].is_array()),
+            "the built-in server's answer lacks its token ids: {answer}"
+        );
+        let outcomes: Vec<Value> = choices
+            .iter()
+            .map(|choice| {
+                let r = reward(choice["message"]["content"].as_str().unwrap_or_default());
+                json!({"success": r > 0.0, "reward": r})
+            })
+            .collect();
+        seen.answers += CANDIDATES;
+        seen.rewarded += outcomes.iter().filter(|o| o["success"] == true).count() as u64;
+        seen.versions.push(version);
+        let path = format!("/gateway/solver-1/sessions/{session}/end");
+        let body = json!({"choices": outcomes});
+        let (s, ended) = if p == 0 {
+            c.call("POST", &path, key, Some(body)).await?
+        } else {
+            c.quiet("POST", &path, key, Some(body)).await?
+        };
+        ensure!(s == 202, "ending the session answered {s}: {ended}");
     }
-    Ok(())
+    Ok(seen)
 }
 
 /// Waits until the worker has written `rows` turns to the turn table.

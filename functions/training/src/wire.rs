@@ -53,7 +53,7 @@ fn check_model(model: &ModelRef) -> Result<(), FieldError> {
 
 /// A shared base model's name: path segments of letters, digits and `._-` (no `..`), so it
 /// always names something under `models/`.
-fn check_base_model(field: &str, name: &str) -> Result<(), FieldError> {
+pub(crate) fn check_base_model(field: &str, name: &str) -> Result<(), FieldError> {
     let ok = !name.is_empty()
         && name.len() <= MAX_BASE_MODEL
         && name.split('/').all(|seg| {
