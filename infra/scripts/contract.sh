@@ -45,6 +45,8 @@ key="contract-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 python3 "$root/infra/scripts/contract_upstream.py" >"$data/upstream.url" &
 upstream=$!
 for _ in $(seq 100); do [[ -s "$data/upstream.url" ]] && break; sleep 0.1; done
+# Created here, not by the background job's redirection, which may come after the first read.
+: >"$data/serve.log"
 AGENTRL_GATEWAY_BASE_URL="$(head -n1 "$data/upstream.url")" \
   "$bin" serve --addr 127.0.0.1:0 --data-dir "$data" --api-key "contract=$key" 2>"$data/serve.log" &
 pid=$!
