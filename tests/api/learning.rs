@@ -286,3 +286,25 @@ async fn learning_on_dynamodb() {
     concurrent_workers(&s).await;
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_registered_agent_with_no_events_shows_its_empty_projection() {
+    let s = spawn_stack().await;
+    let (status, _) = s.a("GET", "/v1/agents/fresh/learning", None).await;
+    assert_eq!(status, 404, "neither registered nor taught");
+    let agent = json!({"agent_id": "fresh", "name": "Fresh", "type": "coding",
+        "model": {"provider": "self-hosted", "name": "qwen-tiny"}});
+    assert_eq!(s.a("POST", "/v1/agents", Some(&agent)).await.0, 201);
+    let (status, v) = s.a("GET", "/v1/agents/fresh/learning", None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (count(&v, "positive_count"), &v["pending"]),
+        (0, &json!(false))
+    );
+    // Registered for tenant-a only.
+    let (status, ..) = s
+        .send("GET", "/v1/agents/fresh/learning", Some(&s.key_b), None)
+        .await;
+    assert_eq!(status, 404);
+    s.stop().await;
+}

@@ -71,9 +71,12 @@ pub(crate) async fn read(
     tenant: &TenantId,
     agent: &str,
 ) -> Result<AgentLearning, AgentError> {
-    let (doc, Some(_)) = repo.agent(tenant, agent).await? else {
+    let (doc, version) = repo.agent(tenant, agent).await?;
+    // An agent registered (`POST /v1/agents`) before its first event has learnt nothing yet:
+    // its empty projection, not a 404.
+    if version.is_none() && !repo.registered(tenant, agent).await? {
         return Err(AgentError::NotFound("agent"));
-    };
+    }
     let config = repo.config(tenant).await?;
     let mut projection = doc.projection;
     projection.prune(i64::try_from(now_ms()).unwrap_or(i64::MAX), &config);

@@ -199,6 +199,12 @@ impl LearningRepo {
         self.read(&agent_key(t, agent)).await
     }
 
+    /// Whether the agent is in the tenant's registry (the training function's agents).
+    pub(crate) async fn registered(&self, t: &TenantId, agent: &str) -> Result<bool, StoreError> {
+        let key = Key::new(agentrl_store::keys::agents(t), agent);
+        Ok(self.table.get(&key).await?.is_some())
+    }
+
     /// Writes the agent item back, conditioned on the `version` it was read at, with its
     /// pending-list entry in step with `doc.pending`.
     ///

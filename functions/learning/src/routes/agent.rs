@@ -45,8 +45,8 @@ pub(crate) struct LearningView {
 #[utoipa::path(get, path = "/v1/agents/{id}/learning", tag = "learning",
     params(("id" = String, Path, description = "The agent id")),
     responses(
-        (status = 200, description = "The agent's learning state", body = LearningView),
-        (status = 404, description = "No events for this agent in this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The agent's learning state (empty for a registered agent with no events yet)", body = LearningView),
+        (status = 404, description = "No events for this agent in this tenant, and no such agent registered", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn read(
     State(state): State<LearningState>,
