@@ -153,6 +153,26 @@ async fn bad_input_is_a_precise_4xx_never_a_500() {
         p["detail"].as_str().unwrap().contains("malformed JSON"),
         "{p}"
     );
+    assert_eq!(p["field"], "body", "truncated JSON names the body: {p}");
+
+    // A missing required field is named, at the top of the body as below it.
+    for (path, body, field) in [
+        ("/v1/gates/triage/check", json!({}), "artifact"),
+        ("/v1/evaluations", json!({}), "execution_id"),
+        (
+            "/v1/budgets/b-1/consumption",
+            json!({"tokens": 5}),
+            "report_id",
+        ),
+        (
+            "/v1/budgets",
+            json!({"task_id": "t", "task": {}}),
+            "task.description",
+        ),
+    ] {
+        let (status, p) = s.a("POST", path, Some(&body)).await;
+        assert_eq!((status, &p["field"]), (400, &json!(field)), "{path}: {p}");
+    }
 
     let resp = raw("{}", "text/plain").await.unwrap();
     assert_eq!(resp.status(), 415);

@@ -129,21 +129,40 @@ pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// The 400 of a deserialisation error, naming its field.
+/// The 400 of a deserialisation error, naming its field: the field at fault, a missing
+/// field by its own path, and `body` for JSON that does not parse (whose path serde cannot
+/// know).
 fn problem(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path = e.path().to_string();
     let inner = e.into_inner();
-    let reason = if inner.is_syntax() || inner.is_eof() {
+    let malformed = inner.is_syntax() || inner.is_eof();
+    let reason = if malformed {
         format!("malformed JSON: {inner}")
     } else {
         inner.to_string()
     };
-    let err = ApiError::new(StatusCode::BAD_REQUEST, reason);
-    if path == "." {
-        err
+    let field = if malformed {
+        Some("body".to_owned())
+    } else if let Some(name) = missing_field(&reason) {
+        Some(if path == "." {
+            name.to_owned()
+        } else {
+            format!("{path}.{name}")
+        })
     } else {
-        err.with_field(path)
+        (path != ".").then_some(path)
+    };
+    let err = ApiError::new(StatusCode::BAD_REQUEST, reason);
+    match field {
+        Some(f) => err.with_field(f),
+        None => err,
     }
+}
+
+/// The name in serde's "missing field `name`".
+fn missing_field(reason: &str) -> Option<&str> {
+    let rest = reason.strip_prefix("missing field `")?;
+    rest.split_once('`').map(|(name, _)| name)
 }
 
 /// Rewrites every float with no fractional part that fits an `i64` or `u64` as that integer
@@ -205,6 +224,14 @@ mod tests {
         assert!(e.problem().detail.contains("extra"), "{e:?}");
         let e = parse::<Body>(b"{not json").unwrap_err();
         assert!(e.problem().detail.starts_with("malformed JSON"));
+        assert_eq!(e.problem().field.as_deref(), Some("body"));
+        let e = parse::<Body>(br#"{"task": {"tok"#).unwrap_err();
+        assert_eq!(e.problem().field.as_deref(), Some("body"));
+        // A missing field is named by its own path, at the top and nested.
+        let e = parse::<Body>(b"{}").unwrap_err();
+        assert_eq!(e.problem().field.as_deref(), Some("task"));
+        let e = parse::<Body>(br#"{"task": {}}"#).unwrap_err();
+        assert_eq!(e.problem().field.as_deref(), Some("task.tokens"));
     }
 
     #[test]
