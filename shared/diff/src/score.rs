@@ -218,8 +218,8 @@ pub struct Report {
     pub exact: bool,
     /// Files added, deleted or modified; unchanged files do not count.
     pub files_touched: usize,
-    /// Σ `lines_changed` / Σ max(`lines_before`, `lines_after`) over touched files, capped at 1
-    /// (moved lines count on both sides of their hunk).
+    /// Σ `lines_changed` / Σ max(`lines_before`, `lines_after`, 20) over touched files, capped
+    /// at 1 (moved lines count on both sides of their hunk).
     pub line_change_ratio: f64,
     /// `1 − Π(1 − weight)` over `scaffolding`, in [0, 1]; 0 when there is none.
     pub scaffolding_penalty: f64,
@@ -520,7 +520,7 @@ impl Scorer {
         let changed: usize = touched.iter().map(|f| f.lines_changed).sum();
         let total: usize = touched
             .iter()
-            .map(|f| f.lines_before.max(f.lines_after))
+            .map(|f| f.lines_before.max(f.lines_after).max(MIN_FILE_LINES))
             .sum();
         // Moved lines count on both sides of a hunk, so the raw share can pass 1: cap it.
         let line_change_ratio = if total == 0 {
@@ -563,6 +563,11 @@ impl Scorer {
     }
 }
 
+/// The length a touched file counts for at least in `line_change_ratio`: the share of a file's
+/// lines a change touched says little about a file of a few lines (a one-line fix of a
+/// two-line file is half of it, and as minimal as a fix gets).
+const MIN_FILE_LINES: usize = 20;
+
 /// `1 − distance / nodes`; two empty trees are identical.
 fn similarity(distance: u64, nodes: u64) -> f64 {
     if nodes == 0 {
@@ -589,4 +594,32 @@ fn check_path(path: &str) -> Result<(), InputError> {
         return bad("must not contain NUL");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(pairs: &[(&str, &str)]) -> Snapshot {
+        pairs
+            .iter()
+            .map(|(p, c)| ((*p).to_owned(), (*c).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_one_line_fix_of_a_tiny_file_is_minimal() {
+        let before = files(&[("pager.py", "def last(n, k):\n    return n // k\n")]);
+        let after = files(&[("pager.py", "def last(n, k):\n    return (n + k - 1) // k\n")]);
+        let request = Request {
+            lang: None,
+            tests_passed: true,
+            weights: Weights::default(),
+        };
+        let report = Scorer::new(Limits::default())
+            .score(&before, &after, &request)
+            .unwrap();
+        assert_eq!(report.line_change_ratio, 1.0 / 20.0);
+        assert!(report.minimality_score > 0.8, "{report:?}");
+    }
 }
