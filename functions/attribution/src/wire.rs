@@ -575,7 +575,8 @@ pub(crate) struct StrategyStatsView {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct StatsView {
     pub from_ms: u64,
-    pub to_ms: u64,
+    /// `null` when the window is open-ended.
+    pub to_ms: Option<u64>,
     /// One entry per strategy asked for (all three by default), also when count is 0.
     pub strategies: Vec<StrategyStatsView>,
 }

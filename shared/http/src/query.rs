@@ -42,6 +42,13 @@ pub fn window(
     Ok((from, to.max(from)))
 }
 
+/// The end of a [`window`] as an answer shows it: `None` (JSON `null`) for an open one, whose
+/// `u64::MAX` is past the integers JSON readers hold exactly (2^53, or 2^63 − 1).
+#[must_use]
+pub fn shown_end(to: u64) -> Option<u64> {
+    (to != u64::MAX).then_some(to)
+}
+
 /// A page size: `default` when absent, 1 to `max` otherwise.
 ///
 /// # Errors

@@ -124,7 +124,7 @@ pub(crate) async fn stats(
         .collect();
     Ok(Json(StatsView {
         from_ms: from,
-        to_ms: to,
+        to_ms: agentrl_http::query::shown_end(to),
         strategies,
     }))
 }

@@ -24,8 +24,8 @@ pub(crate) struct UsageParams {
 pub(crate) struct UsageReport {
     /// Epoch ms, inclusive.
     pub from: u64,
-    /// Epoch ms, exclusive.
-    pub to: u64,
+    /// Epoch ms, exclusive; `null` when the window is open-ended.
+    pub to: Option<u64>,
     /// By model.
     pub models: BTreeMap<String, ModelUsage>,
     /// All models together.
@@ -43,7 +43,7 @@ pub(crate) struct UsageReport {
     ),
     responses(
         (status = 200, description = "Usage by model", body = UsageReport),
-        (status = 400, description = "Malformed or reversed window", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A malformed bound (a reversed window is empty)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn usage(
     State(state): State<RewardState>,
@@ -58,7 +58,7 @@ pub(crate) async fn usage(
     }
     Ok(Json(UsageReport {
         from,
-        to,
+        to: agentrl_http::query::shown_end(to),
         models,
         total,
     }))
