@@ -304,6 +304,18 @@ async fn scenario(s: Stack) {
         let r = reward(&s, id).await;
         assert_eq!(r["verifications"].as_array().unwrap().len(), 1, "{r}");
     }
+    // The skipped test is a reward-hacking incident in the KPIs, counted once through the
+    // redelivery: two changes scored, one flagged.
+    let (status, kpis) = s.a("GET", "/v1/kpis", None).await;
+    assert_eq!(status, 200, "{kpis}");
+    assert_eq!(
+        (
+            &kpis["kpis"]["reward_hacking_incidents"],
+            &kpis["kpis"]["reward_hacking_rate"]
+        ),
+        (&json!(1), &json!(0.5)),
+        "{kpis}"
+    );
 
     // Another tenant sees none of it.
     let id = fixed["evaluation_id"].as_str().unwrap();
@@ -328,6 +340,12 @@ async fn scenario(s: Stack) {
     assert_eq!(
         (status, usage["total"]["judgments"].as_u64()),
         (200, Some(6)),
+        "{usage}"
+    );
+    // An open-ended window ends in null, not in a number past what JSON readers hold.
+    assert_eq!(
+        (&usage["from"], &usage["to"]),
+        (&json!(0), &Value::Null),
         "{usage}"
     );
     s.stop().await;

@@ -189,6 +189,19 @@ pub(crate) async fn fold(
     verification: Verification,
     read: Option<(Execution, u64)>,
 ) -> Result<Verification, VerifyError> {
+    fold_once(repo, tenant, verification, read)
+        .await
+        .map(|(v, _)| v)
+}
+
+/// [`fold`], also saying whether this call recorded the verification (`false`: it was
+/// recorded before, by an earlier delivery), for what must be counted once with it.
+pub(crate) async fn fold_once(
+    repo: &RewardRepo,
+    tenant: &TenantId,
+    verification: Verification,
+    read: Option<(Execution, u64)>,
+) -> Result<(Verification, bool), VerifyError> {
     let id = verification.execution_id.as_str();
     let config = &repo.config(tenant).await?;
     let verification = &verification;
@@ -206,7 +219,7 @@ pub(crate) async fn fold(
                 .iter()
                 .find(|v| v.verification_id == verification.verification_id)
             {
-                return Ok(done.clone());
+                return Ok((done.clone(), false));
             }
             if execution.verifications >= MAX_VERIFICATIONS {
                 return Err(VerifyError::Full);
@@ -242,7 +255,7 @@ pub(crate) async fn fold(
                 )
                 .await
             {
-                Ok(()) => Ok(verification.clone()),
+                Ok(()) => Ok((verification.clone(), true)),
                 Err(RecordError::ExecutionChanged) => Err(VerifyError::Contended),
                 Err(RecordError::Store(e)) => Err(e.into()),
             }

@@ -18,7 +18,7 @@ pub struct KpiCounts {
     pub tokens_used: u64,
     /// Tokens they were allocated (escalations included).
     pub tokens_allocated: u64,
-    /// Changes scored (`POST /v1/diffs/score`).
+    /// Changes scored (`POST /v1/diffs/score`, and evaluations of a change).
     pub diffs_scored: u64,
     /// Of those, flagged as reward hacking.
     pub reward_hacking_flagged: u64,

@@ -62,6 +62,7 @@ pub struct Evaluator {
     scorer: Arc<Scorer>,
     weights: TenantConfig<Weights>,
     queue: Arc<dyn Queue>,
+    kpis: agentrl_http::kpis::KpiLedger,
 }
 
 impl Evaluator {
@@ -78,6 +79,7 @@ impl Evaluator {
             repo: RewardRepo::new(table.clone()),
             store: EvaluationStore::new(table.clone(), objects),
             judges: Judges::new(table.clone(), provider),
+            kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
             scorer,
             weights: TenantConfig::new(table, agentrl_diff::WEIGHTS_CONFIG),
             queue,
@@ -237,7 +239,7 @@ impl Evaluator {
             self.advance(t, &mut evaluation).await?;
         }
 
-        let (mut facts, mut diff, mut unified) = (None, None, None);
+        let (mut facts, mut diff, mut unified, mut flagged) = (None, None, None, None);
         if let Some(change) = &request.change {
             let weights = self.weights.get(t).await?;
             let tests_passed = tests
@@ -267,6 +269,7 @@ impl Evaluator {
                         .unwrap_or_default()
                 })
                 .collect();
+            flagged = Some(!report.flags.is_empty());
             let found = DiffFacts {
                 minimality_score: report.minimality_score,
                 exact: report.exact,
@@ -323,8 +326,20 @@ impl Evaluator {
             created_at_ms: now_ms(),
         };
         // A re-run after a crash finds the verdict it recorded then: the report shows that one.
-        let recorded = match executions::fold(&self.repo, t, verification, None).await {
-            Ok(recorded) => recorded.outcome,
+        let recorded = match executions::fold_once(&self.repo, t, verification, None).await {
+            Ok((recorded, first)) => {
+                // A change the evaluation scored counts in the KPIs as one scored through
+                // `POST /v1/diffs/score` does, once, with the verdict that records it.
+                if first && let Some(flagged) = flagged {
+                    let counts = agentrl_core::kpi::KpiCounts {
+                        diffs_scored: 1,
+                        reward_hacking_flagged: u64::from(flagged),
+                        ..Default::default()
+                    };
+                    self.kpis.record(t, now_ms(), &counts).await;
+                }
+                recorded.outcome
+            }
             Err(VerifyError::Contended) => {
                 return Err(Failure::Transient("the execution is contended".to_owned()));
             }

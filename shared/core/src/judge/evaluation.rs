@@ -5,6 +5,12 @@
 //! same confidence-weighted [`composite`] as an execution's verifications: abstentions carry no
 //! weight, a safety violation (a failed safety check, a reward-hacking flag that the tenant
 //! counts as hard, a safety judge's score of 2 or less) sets the result to 0.
+//!
+//! The judges are what verifies the work: the rule checks (an output is present) and the
+//! diff's minimality only qualify it. So the verdict's confidence is scaled by the share of
+//! judges that scored, and when none did the verdict abstains (`unverified` in its evidence):
+//! an unverified answer never becomes a positive training example on its checks alone. A
+//! safety violation still sets the result to 0 — that needs no judge.
 
 use std::collections::BTreeMap;
 
@@ -117,7 +123,7 @@ impl Judgment {
             return Outcome::abstain(
                 format!("{} judge: {reason}", self.kind),
                 json!({"kind": self.kind}),
-                "evaluation/judge@1",
+                verify::JUDGE_VERIFIER,
             );
         };
         let request = Request::Judge(Judge {
@@ -135,7 +141,7 @@ impl Judgment {
             Outcome::abstain(
                 format!("{} judge: {e}", self.kind),
                 json!({"kind": self.kind}),
-                "evaluation/judge@1",
+                verify::JUDGE_VERIFIER,
             )
         })
     }
@@ -244,11 +250,18 @@ pub fn artifact_checks(
     checks
 }
 
-/// The verdict of an evaluation from its parts (named, for the evidence).
+/// The verdict of an evaluation from its parts (named, for the evidence; judges are the
+/// parts of the judge verifier).
 #[must_use]
 pub fn combine(parts: &[(String, Outcome)]) -> Outcome {
     let outcomes: Vec<Outcome> = parts.iter().map(|(_, o)| o.clone()).collect();
     let c = composite(&outcomes);
+    let judges: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.verifier_version == verify::JUDGE_VERIFIER)
+        .collect();
+    let judged = judges.iter().filter(|o| o.status == Status::Ok).count();
+    let unverified = !judges.is_empty() && judged == 0;
     let summary: BTreeMap<&str, serde_json::Value> = parts
         .iter()
         .map(|(name, o)| {
@@ -263,9 +276,26 @@ pub fn combine(parts: &[(String, Outcome)]) -> Outcome {
         "parts": summary,
         "ok": c.ok, "abstained": c.abstained, "errored": c.errored,
         "safety_override": c.safety_override,
+        "judges": judges.len(), "judged": judged, "unverified": unverified,
     });
     let mut outcome = match c.reward {
-        Some(reward) => Outcome::ok(reward, c.confidence, evidence, "evaluation@1"),
+        Some(reward) if c.safety_override => {
+            Outcome::ok(reward, c.confidence, evidence, "evaluation@1")
+        }
+        Some(_) if unverified => Outcome::abstain(
+            "every judge abstained: the rule checks alone do not verify the work",
+            evidence,
+            "evaluation@1",
+        ),
+        Some(reward) => {
+            // Abstaining judges are verification that did not happen.
+            let share = if judges.is_empty() {
+                1.0
+            } else {
+                judged as f64 / judges.len() as f64
+            };
+            Outcome::ok(reward, c.confidence * share, evidence, "evaluation@1")
+        }
         None => Outcome::abstain("no part of the evaluation scored", evidence, "evaluation@1"),
     };
     outcome.safety_violation = c.safety_override;
@@ -356,6 +386,62 @@ mod tests {
         assert!(!v.safety_violation);
         let expected = (1.0 * 1.0 + 0.9 * 0.99) / 1.9;
         assert!((v.value.expect("scored") - expected).abs() < 1e-12);
+    }
+
+    #[test]
+    fn checks_alone_do_not_verify_and_abstaining_judges_lower_confidence() {
+        let config = VerifyConfig::default();
+        let present = (
+            "check:output_present".to_owned(),
+            Outcome::ok(1.0, 0.9, json!({}), "evaluation/checks@1"),
+        );
+        let abstained = |kind: JudgeKind| {
+            (
+                format!("judge:{}", kind.as_str()),
+                Judgment::abstained(kind.as_str(), kind.rubric().version, "provider down")
+                    .outcome(&config),
+            )
+        };
+        let all_abstained = [
+            present.clone(),
+            abstained(JudgeKind::Relevance),
+            abstained(JudgeKind::Creativity),
+            abstained(JudgeKind::Faithfulness),
+        ];
+        let v = combine(&all_abstained);
+        assert_eq!((v.status, v.value), (Status::Abstain, None));
+        assert_eq!(v.evidence["unverified"], true);
+        // One judge of three scored: the verdict stands, at a third of its confidence.
+        let one = [
+            present.clone(),
+            (
+                "judge:relevance".to_owned(),
+                judged(JudgeKind::Relevance, 10.0, 0.8).outcome(&config),
+            ),
+            abstained(JudgeKind::Creativity),
+            abstained(JudgeKind::Faithfulness),
+        ];
+        let v = combine(&one);
+        let full = composite(&one.iter().map(|(_, o)| o.clone()).collect::<Vec<_>>());
+        assert_eq!(v.status, Status::Ok);
+        assert!(
+            (v.confidence - full.confidence / 3.0).abs() < 1e-12,
+            "{v:?}"
+        );
+        assert_eq!(v.evidence["unverified"], false);
+        // A hard reward-hacking flag needs no judge to zero the verdict.
+        let gamed = DiffFacts {
+            minimality_score: 0.9,
+            exact: true,
+            hard_flags: vec!["test_skipped".into()],
+        };
+        let mut with_flag = all_abstained.to_vec();
+        with_flag.push(("diff".to_owned(), gamed.outcome()));
+        let v = combine(&with_flag);
+        assert_eq!(
+            (v.status, v.value, v.safety_violation),
+            (Status::Ok, Some(0.0), true)
+        );
     }
 
     #[test]

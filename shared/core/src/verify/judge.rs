@@ -7,7 +7,8 @@ use serde_json::json;
 
 use super::{InvalidInput, Outcome, VerifyConfig, finite, unit};
 
-const VERSION: &str = "judge@1";
+/// The verifier of every judge outcome.
+pub const VERSION: &str = "judge@1";
 
 /// A judge's verdict. Evidence: `{scale_min, scale_max, model, rationale}`.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -44,7 +44,7 @@ pub use code::CodeAnalysis;
 pub use composite::{Composite, ExampleType, classify, composite};
 pub use config::{ExampleThresholds, MetricRange, VerifyConfig};
 pub use feedback::UserFeedback;
-pub use judge::Judge;
+pub use judge::{Judge, VERSION as JUDGE_VERIFIER};
 pub use outcome::{InvalidInput, Outcome, Status};
 pub use request::{Context, Method, Request, run};
 pub use tests_run::TestExecution;
