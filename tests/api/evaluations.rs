@@ -304,16 +304,18 @@ async fn scenario(s: Stack) {
         let r = reward(&s, id).await;
         assert_eq!(r["verifications"].as_array().unwrap().len(), 1, "{r}");
     }
-    // The skipped test is a reward-hacking incident in the KPIs, counted once through the
-    // redelivery: two changes scored, one flagged.
+    // Each evaluated change counts in the KPIs once, through the redeliveries: the fix, the
+    // skipped test (a reward-hacking incident) and the retried submission (evaluated once).
     let (status, kpis) = s.a("GET", "/v1/kpis", None).await;
     assert_eq!(status, 200, "{kpis}");
+    let counts = &kpis["kpis"]["counts"];
     assert_eq!(
         (
-            &kpis["kpis"]["reward_hacking_incidents"],
-            &kpis["kpis"]["reward_hacking_rate"]
+            &counts["diffs_scored"],
+            &counts["reward_hacking_flagged"],
+            &kpis["kpis"]["reward_hacking_incidents"]
         ),
-        (&json!(1), &json!(0.5)),
+        (&json!(3), &json!(1), &json!(1)),
         "{kpis}"
     );
 
