@@ -605,6 +605,10 @@ impl agentrl_store::ports::Objects for SlowWrites {
         self.0.list(prefix).await
     }
 
+    async fn delete(&self, path: &str) -> Result<(), agentrl_store::StoreError> {
+        self.0.delete(path).await
+    }
+
     async fn writer(
         &self,
         path: &str,

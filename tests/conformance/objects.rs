@@ -77,4 +77,21 @@ pub async fn lists_by_prefix_and_refuses_bad_paths(p: &Ports) {
             "{bad:?}"
         );
     }
+    // A deleted object is gone from reads and listings; deleting it again is no error.
+    let gone = format!("{prefix}/b/1.parquet");
+    o.delete(&gone).await.unwrap();
+    assert_eq!(o.get(&gone).await.unwrap(), None);
+    o.delete(&gone).await.unwrap();
+    let left: Vec<String> = o
+        .list(&format!("{prefix}/b/"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.path)
+        .collect();
+    assert_eq!(left, [format!("{prefix}/b/2.parquet")]);
+    assert!(matches!(
+        o.delete("a//b").await,
+        Err(StoreError::Invalid(_))
+    ));
 }

@@ -162,6 +162,14 @@ impl Objects for ObjectStoreObjects {
         }
     }
 
+    async fn delete(&self, path: &str) -> Result<(), StoreError> {
+        let p = object_path(path)?;
+        match self.inner.delete(&p).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(backend(e, "delete object")),
+        }
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
         let prefix = prefix.trim_end_matches('/');
         let p = if prefix.is_empty() {

@@ -51,6 +51,12 @@ pub trait Objects: Send + Sync + 'static {
     /// MUST return [`StoreError::Backend`] only when the backend fails.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError>;
 
+    /// Deletes the object at `path`; deleting one that is not there is not an error.
+    ///
+    /// # Errors
+    /// As [`Objects::put`].
+    async fn delete(&self, path: &str) -> Result<(), StoreError>;
+
     /// Opens a streaming writer for `path`.
     ///
     /// # Errors
