@@ -148,21 +148,20 @@ pub fn app(services: Vec<Service>, options: AppOptions) -> Router {
 const MAX_REJECTION_BYTES: usize = 2048;
 
 /// The extractors' own rejections (a query string or path that does not deserialise) are
-/// plain text; every 4xx of the API is problem+json, so they are re-dressed with their text
-/// as the detail.
+/// plain text; every 4xx of the API is problem+json (but OTLP's, a `Status` in the request's
+/// encoding), so they are re-dressed with their text as the detail.
 async fn plain_rejections_as_problems(
     request: axum::extract::Request,
     next: middleware::Next,
 ) -> axum::response::Response {
     let response = next.run(request).await;
-    let json = response
+    // A body in a format the route chose (problem+json, OTLP's protobuf `Status`) stays.
+    let plain = response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| {
-            ct.starts_with("application/problem+json") || ct.starts_with("application/json")
-        });
-    if !response.status().is_client_error() || json {
+        .is_none_or(|ct| ct.starts_with("text/plain"));
+    if !response.status().is_client_error() || !plain {
         return response;
     }
     let status = response.status();
