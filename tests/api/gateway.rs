@@ -319,6 +319,10 @@ async fn the_openai_sdk_through_the_gateway_records_sessions_with_token_ids() {
     assert_eq!(rows[1].response_token_ids, Some(vec![11, 12]));
     assert_eq!(rows[1].prompt_token_ids, Some(vec![1, 2, 3]));
     assert_eq!(rows[1].behavior_logprobs, Some(vec![-1.0, -0.25]));
+    // The upstream's usage of the call, with its reply.
+    assert_eq!(rows[1].input_tokens, Some(3));
+    assert!(rows[1].output_tokens.is_some(), "{:?}", rows[1]);
+    assert_eq!((rows[0].input_tokens, rows[0].output_tokens), (None, None));
     // The parallel calls are one turn's, with their ids and the arguments the model wrote.
     assert_eq!(rows[3].response_token_ids, Some(vec![21, 22, 23]));
     let calls: Vec<(Option<&str>, &str, &str)> = rows[3]

@@ -118,6 +118,8 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -
                 tools: tools.clone(),
                 content_parts: (!turn.content_parts.is_empty())
                     .then(|| serde_json::Value::from(turn.content_parts.clone()).to_string()),
+                input_tokens: turn.input_tokens.map(i64::from),
+                output_tokens: turn.output_tokens.map(i64::from),
             }
         })
         .collect()

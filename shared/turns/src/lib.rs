@@ -1,11 +1,12 @@
 //! The turn table: agent trajectories stored in Parquet, one row per turn, written by the
 //! ingestion path and read later by the dataset job and the GRPO trainer.
 //!
-//! # Schema version 2
+//! # Schema version 3
 //!
-//! Every file carries the Parquet key-value metadata `agentrl.schema_version = "2"`; readers
+//! Every file carries the Parquet key-value metadata `agentrl.schema_version = "3"`; readers
 //! refuse files without it, and read version 1 files (the first 36 columns; their one call a
-//! turn comes out as `tool_calls`) as well as version 2. Columns, in this order (`?` =
+//! turn comes out as `tool_calls`) and version 2 files (the first 40; no token usage) as well
+//! as version 3. Columns, in this order (`?` =
 //! nullable):
 //!
 //! | column | type | notes |
@@ -50,6 +51,8 @@
 //! | `tool_call_id` | utf8? | version 2: the call a tool turn answers |
 //! | `tools` | utf8? | version 2: the trajectory's tools as OpenAI's `tools` JSON, on each of its rows |
 //! | `content_parts` | utf8? | version 2: the message's content parts as JSON, when it came as parts (`content` holds their text) |
+//! | `input_tokens` | int64? | version 3: prompt tokens the model call of an assistant turn reported |
+//! | `output_tokens` | int64? | version 3: completion tokens it reported |
 //!
 //! List elements are never null. Tenant and date are not columns: they are Hive partition keys
 //! in the object path (`trajectories/tenant=…/date=…/`), and Athena rejects a column named like
@@ -99,7 +102,8 @@ pub use error::TurnsError;
 pub use reader::{TurnReader, read_turns};
 pub use row::{RowToolCall, TurnRow};
 pub use schema::{
-    DICTIONARY_COLUMNS, READABLE_VERSIONS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, V2_COLUMNS, schema,
+    DICTIONARY_COLUMNS, READABLE_VERSIONS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, V2_COLUMNS,
+    V3_COLUMNS, schema,
 };
 pub use writer::{TurnWriter, WriterOptions};
 

@@ -1,7 +1,8 @@
 //! [`read_turns`]: a streaming reader of turn tables that checks the schema before decoding.
 
 use arrow_array::types::{
-    ArrowPrimitiveType, Float32Type, Float64Type, Int8Type, Int32Type, TimestampMillisecondType,
+    ArrowPrimitiveType, Float32Type, Float64Type, Int8Type, Int32Type, Int64Type,
+    TimestampMillisecondType,
 };
 use arrow_array::{
     Array, BooleanArray, ListArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
@@ -167,6 +168,11 @@ fn decode(batch: &RecordBatch, version: u32) -> Result<Vec<TurnRow>, TurnsError>
     d.strings(|r, v| r.tool_call_id = v.map(str::to_owned))?;
     d.strings(|r, v| r.tools = v.map(str::to_owned))?;
     d.strings(|r, v| r.content_parts = v.map(str::to_owned))?;
+    if version == 2 {
+        return Ok(d.rows);
+    }
+    d.values::<Int64Type>(|r, v| r.input_tokens = v)?;
+    d.values::<Int64Type>(|r, v| r.output_tokens = v)?;
     Ok(d.rows)
 }
 
@@ -461,14 +467,14 @@ mod tests {
 
     #[test]
     fn another_schema_version_is_rejected() {
-        let err = read_turns(foreign(&other_table(), Some("3"))).expect_err("version 3");
+        let err = read_turns(foreign(&other_table(), Some("4"))).expect_err("version 4");
         assert!(
-            matches!(&err, TurnsError::UnsupportedSchemaVersion { found } if found == "3"),
+            matches!(&err, TurnsError::UnsupportedSchemaVersion { found } if found == "4"),
             "{err:?}"
         );
         assert_eq!(
             err.to_string(),
-            "turn table schema version \"3\" is not supported (this build reads versions 1 to 2)"
+            "turn table schema version \"4\" is not supported (this build reads versions 1 to 3)"
         );
     }
 
@@ -505,11 +511,33 @@ mod tests {
         columns[role] = Arc::new(StringArray::from(vec![None::<&str>]));
         let batch = RecordBatch::try_new(Arc::new(relaxed), columns).expect("relaxed batch");
 
-        let mut reader = read_turns(foreign(&batch, Some("2"))).expect("columns match");
+        let mut reader = read_turns(foreign(&batch, Some("3"))).expect("columns match");
         let err = reader.next().expect("one item").expect_err("null role");
         assert!(
             matches!(&err, TurnsError::UnexpectedNull { column } if column == "role"),
             "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_version_2_file_reads_without_usage() {
+        let rows = vec![all_set_row()];
+        let v2 = first_batch(&rows)
+            .project(&(0..40).collect::<Vec<_>>())
+            .expect("first 40");
+        let back: Vec<TurnRow> = read_turns(foreign(&v2, Some("2")))
+            .expect("a version 2 table")
+            .collect::<Result<_, _>>()
+            .expect("rows decode");
+        let expected = TurnRow {
+            input_tokens: None,
+            output_tokens: None,
+            ..rows[0].clone()
+        };
+        assert_eq!(back, [expected]);
+        assert!(
+            read_turns(foreign(&v2, Some("3"))).is_err(),
+            "version 3 has 42"
         );
     }
 

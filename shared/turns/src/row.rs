@@ -87,6 +87,10 @@ pub struct TurnRow {
     /// The message's content parts as JSON text, when it came as parts (`content` holds
     /// their text).
     pub content_parts: Option<String>,
+    /// Version 3: prompt tokens the model call reported (assistant turns).
+    pub input_tokens: Option<i64>,
+    /// Version 3: completion tokens it reported.
+    pub output_tokens: Option<i64>,
 }
 
 /// One tool call of a turn.

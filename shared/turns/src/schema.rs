@@ -1,5 +1,5 @@
-//! The Arrow schema of the turn table (version 2, and version 1 for reading older files), and
-//! how a file's schema is checked against its version's.
+//! The Arrow schema of the turn table (version 3, and versions 1 and 2 for reading older
+//! files), and how a file's schema is checked against its version's.
 
 use std::sync::{Arc, LazyLock};
 
@@ -9,17 +9,19 @@ use crate::TurnsError;
 
 /// The version of the turn table schema that this crate writes. It reads this one and every
 /// earlier one ([`READABLE_VERSIONS`]).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The versions [`crate::read_turns`] reads: version 1 files lack the columns version 2
-/// appended ([`V2_COLUMNS`]); their one call per turn is read from
-/// `tool_name` and `tool_arguments`.
-pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+/// appended ([`V2_COLUMNS`]); their one call per turn is read from `tool_name` and
+/// `tool_arguments`. Files before version 3 lack [`V3_COLUMNS`] (read as null).
+pub const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// Columns version 1 has; version 2 appends [`V2_COLUMNS`] after them.
 const V1_COLUMNS: usize = 36;
 /// What version 2 appended.
 pub const V2_COLUMNS: [&str; 4] = ["tool_calls", "tool_call_id", "tools", "content_parts"];
+/// What version 3 appended: the token usage a model call reported.
+pub const V3_COLUMNS: [&str; 2] = ["input_tokens", "output_tokens"];
 
 /// The Parquet key-value metadata key that holds [`SCHEMA_VERSION`] as decimal text.
 pub const SCHEMA_VERSION_KEY: &str = "agentrl.schema_version";
@@ -109,6 +111,8 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         utf8("tool_call_id", true),
         utf8("tools", true),
         utf8("content_parts", true),
+        Field::new("input_tokens", DataType::Int64, true),
+        Field::new("output_tokens", DataType::Int64, true),
     ]))
 });
 
@@ -124,10 +128,10 @@ pub fn schema() -> SchemaRef {
 /// null appears where the schema forbids one.
 pub(crate) fn check_columns(found: &Schema, version: u32) -> Result<(), TurnsError> {
     let full = schema();
-    let count = if version == 1 {
-        V1_COLUMNS
-    } else {
-        full.fields().len()
+    let count = match version {
+        1 => V1_COLUMNS,
+        2 => V1_COLUMNS + V2_COLUMNS.len(),
+        _ => full.fields().len(),
     };
     let expected = &full.fields()[..count];
     if found.fields().len() != expected.len() {
@@ -215,13 +219,13 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "column 2 should be `turn_index: Int32` in turn table schema version 2, \
+            "column 2 should be `turn_index: Int32` in turn table schema version 3, \
              the file has `turn_index: Int64`"
         );
     }
 
     #[test]
-    fn version_1_is_the_first_36_columns() {
+    fn each_version_is_a_prefix_of_the_next() {
         let v1 = Schema::new(schema().fields()[..V1_COLUMNS].to_vec());
         check_columns(&v1, 1).expect("version 1's columns");
         let err = check_columns(&v1, 2).expect_err("version 2 has more");
@@ -229,12 +233,19 @@ mod tests {
             matches!(err, TurnsError::ColumnCount { found: 36, .. }),
             "{err}"
         );
+        let v2_len = V1_COLUMNS + V2_COLUMNS.len();
+        let v2 = Schema::new(schema().fields()[..v2_len].to_vec());
+        check_columns(&v2, 2).expect("version 2's columns");
+        assert!(check_columns(&v2, 3).is_err(), "version 3 has more");
         assert_eq!(schema().fields()[V1_COLUMNS - 1].name(), "ingested_at");
         let full = schema();
-        let appended: Vec<&str> = full.fields()[V1_COLUMNS..]
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect();
-        assert_eq!(appended, V2_COLUMNS);
+        let names = |range: std::ops::Range<usize>| -> Vec<String> {
+            full.fields()[range]
+                .iter()
+                .map(|f| f.name().clone())
+                .collect()
+        };
+        assert_eq!(names(V1_COLUMNS..v2_len), V2_COLUMNS);
+        assert_eq!(names(v2_len..full.fields().len()), V3_COLUMNS);
     }
 }

@@ -94,6 +94,8 @@ pub fn all_set_row() -> TurnRow {
         tool_call_id: Some("call_0".into()),
         content_parts: Some("[{\"type\": \"text\", \"text\": \"全部\"}]".into()),
         tools: Some("[{\"type\": \"function\", \"function\": {\"name\": \"search\"}}]".into()),
+        input_tokens: Some(1_234),
+        output_tokens: Some(56),
     }
 }
 
@@ -190,6 +192,8 @@ pub fn varied_row(i: u64) -> TurnRow {
                 trajectory % 3
             )
         }),
+        input_tokens: (role == "assistant" && bit(42)).then_some(((r >> 8) % 40_000) as i64),
+        output_tokens: (role == "assistant" && bit(43)).then_some(((r >> 24) % 4_000) as i64),
     }
 }
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     ArrayBuilder, BooleanBuilder, Float32Builder, Float64Builder, Int8Builder, Int32Builder,
-    ListBuilder, PrimitiveBuilder, StringBuilder, StructBuilder, TimestampMillisecondBuilder,
+    Int64Builder, ListBuilder, PrimitiveBuilder, StringBuilder, StructBuilder,
+    TimestampMillisecondBuilder,
 };
 use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::{ArrayRef, RecordBatch};
@@ -323,6 +324,8 @@ struct Columns {
     tool_call_id: StringBuilder,
     tools: StringBuilder,
     content_parts: StringBuilder,
+    input_tokens: Int64Builder,
+    output_tokens: Int64Builder,
 }
 
 fn tool_calls_builder() -> ListBuilder<StructBuilder> {
@@ -409,6 +412,8 @@ impl Columns {
             tool_call_id: StringBuilder::new(),
             tools: StringBuilder::new(),
             content_parts: StringBuilder::new(),
+            input_tokens: Int64Builder::new(),
+            output_tokens: Int64Builder::new(),
         }
     }
 
@@ -466,6 +471,8 @@ impl Columns {
         self.tools.append_option(row.tools.as_deref());
         self.content_parts
             .append_option(row.content_parts.as_deref());
+        self.input_tokens.append_option(row.input_tokens);
+        self.output_tokens.append_option(row.output_tokens);
     }
 
     /// The buffered rows as arrays in schema order; the builders start over empty.
@@ -512,6 +519,8 @@ impl Columns {
             Arc::new(self.tool_call_id.finish()),
             Arc::new(self.tools.finish()),
             Arc::new(self.content_parts.finish()),
+            Arc::new(self.input_tokens.finish()),
+            Arc::new(self.output_tokens.finish()),
         ]
     }
 }
@@ -627,7 +636,7 @@ mod tests {
             .iter()
             .find(|kv| kv.key == SCHEMA_VERSION_KEY)
             .expect("version key");
-        assert_eq!(version.value.as_deref(), Some("2"));
+        assert_eq!(version.value.as_deref(), Some("3"));
 
         for group in metadata.row_groups() {
             for column in group.columns() {

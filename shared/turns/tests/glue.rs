@@ -10,6 +10,7 @@ fn hive(data_type: &DataType) -> String {
         DataType::Utf8 => "string".into(),
         DataType::Int8 => "tinyint".into(),
         DataType::Int32 => "int".into(),
+        DataType::Int64 => "bigint".into(),
         DataType::Float32 => "float".into(),
         DataType::Float64 => "double".into(),
         DataType::Boolean => "boolean".into(),

@@ -54,7 +54,7 @@ fn row_json(r: &TurnRow) -> Value {
         v.as_ref()
             .map(|v| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>())
     };
-    json!({
+    let mut row = json!({
         "trajectory_id": r.trajectory_id, "conversation_id": r.conversation_id,
         "turn_index": r.turn_index, "turn_count": r.turn_count, "agent_id": r.agent_id,
         "user_id": r.user_id, "group_id": r.group_id, "policy_version": r.policy_version,
@@ -73,7 +73,11 @@ fn row_json(r: &TurnRow) -> Value {
         "message_id": r.message_id, "ingested_at": r.ingested_at_ms,
         "tool_calls": (!r.tool_calls.is_empty()).then(|| calls_json(&r.tool_calls)),
         "tool_call_id": r.tool_call_id, "tools": r.tools, "content_parts": r.content_parts,
-    })
+    });
+    // Version 3's columns: a second literal, past what one `json!` expands.
+    row["input_tokens"] = json!(r.input_tokens);
+    row["output_tokens"] = json!(r.output_tokens);
+    row
 }
 
 fn calls_json(calls: &[RowToolCall]) -> Vec<Value> {
@@ -89,6 +93,7 @@ fn type_names(data_type: &DataType) -> (String, String) {
         DataType::Utf8 => ("string", "VARCHAR"),
         DataType::Int8 => ("int8", "TINYINT"),
         DataType::Int32 => ("int32", "INTEGER"),
+        DataType::Int64 => ("int64", "BIGINT"),
         DataType::Float32 => ("float", "FLOAT"),
         DataType::Float64 => ("double", "DOUBLE"),
         DataType::Boolean => ("bool", "BOOLEAN"),

@@ -253,8 +253,8 @@ fn parts(content: Option<&Value>) -> Vec<Value> {
         .collect()
 }
 
-/// The turn of one request message.
-fn message_turn(m: &Value) -> Turn {
+/// The turn of one chat message (OpenAI's form).
+pub(crate) fn message_turn(m: &Value) -> Turn {
     let turn = message_turn_text(m);
     Turn {
         content_parts: parts(m.get("content")),
@@ -329,6 +329,14 @@ fn reply_turn(call: &CallRecord, choice: &ChoiceRecord) -> Turn {
     }
     if call.truncated {
         turn.error = Some(TRUNCATED.to_owned());
+    }
+    // The upstream's usage counts every choice's completion: a group's members share none.
+    if call.choices.len() == 1
+        && let Some(usage) = &call.usage
+    {
+        let tokens = |k: &str| usage.get(k)?.as_u64().and_then(|n| u32::try_from(n).ok());
+        turn.input_tokens = tokens("prompt_tokens");
+        turn.output_tokens = tokens("completion_tokens");
     }
     turn
 }

@@ -180,10 +180,16 @@ pub struct Turn {
         )
     )]
     pub tokenizer: Option<String>,
+    /// Prompt tokens the model call that produced this (assistant) turn reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u32>,
+    /// Completion tokens it reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u32>,
 }
 
 impl Turn {
-    /// A turn of plain text: no tool call, result, error, reward or tokens.
+    /// A turn of plain text: no tool call, result, error, reward, tokens or usage.
     pub fn text(role: Role, content: impl Into<String>) -> Self {
         Self {
             role,
@@ -200,6 +206,8 @@ impl Turn {
             loss_mask: None,
             behavior_logprobs: None,
             tokenizer: None,
+            input_tokens: None,
+            output_tokens: None,
         }
     }
 
