@@ -26,6 +26,10 @@ use tokio::{net::TcpListener, sync::watch};
 
 /// How often expired items are swept from the embedded store, and idle gateway sessions ended.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// How often traced conversations are looked at: their quiet period is seconds, and an idle
+/// open list costs one small query per shard.
+const TRACE_SWEEP_EVERY: Duration = Duration::from_secs(5);
 /// How often the policy update loop visits the pending agents (the template's schedule).
 const POLICY_EVERY: Duration = Duration::from_secs(15 * 60);
 
@@ -96,6 +100,15 @@ fn batches_of(max_messages: usize) -> DrainOptions {
     }
 }
 
+/// Trace ingest over the stores: finished conversations go to the ingest queue.
+fn traces(stores: &Stores) -> agentrl_traces::TracesState {
+    agentrl_traces::TracesState::new(
+        stores.table.clone(),
+        stores.objects.clone(),
+        stores.queue.clone(),
+    )
+}
+
 /// The composed application of every function, and the built-in model server.
 pub fn application(
     stores: &Stores,
@@ -128,6 +141,7 @@ pub fn application(
         )),
         agentrl_training::service(training),
         agentrl_gateway::service(gateway),
+        agentrl_traces::service(traces(stores)),
         crate::model_server::service(models),
     ];
     app(
@@ -334,8 +348,10 @@ pub async fn start(
     );
     let policy =
         agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
+    let conversations = traces(&stores);
     let sweeper = tokio::spawn(async move {
         let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        let mut quiet = tokio::time::interval(TRACE_SWEEP_EVERY);
         // The first run comes one period after start, as with the deployed schedule.
         let mut update =
             tokio::time::interval_at(tokio::time::Instant::now() + POLICY_EVERY, POLICY_EVERY);
@@ -351,6 +367,11 @@ pub async fn start(
                         Err(e) => tracing::warn!(error = %e, "the idle-session sweep could not read the open list"),
                     }
                 }
+                _ = quiet.tick() => match conversations.sweep(agentrl_store::retry::now_ms()).await {
+                    Ok(run) if run.ingested + run.joined + run.failed > 0 => tracing::info!(?run, "traced conversations swept"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "the trace sweep could not read the open list"),
+                },
                 _ = update.tick() => match policy.run_pending().await {
                     Ok(run) => tracing::info!(visited = run.visited, updated = run.updated, failed = run.failed, "policy update loop ran"),
                     Err(e) => tracing::warn!(error = %e, "the policy update loop could not read the pending list"),

@@ -19,4 +19,5 @@ mod model_server;
 mod plumbing;
 mod rewards;
 mod serving;
+mod traces;
 mod training;

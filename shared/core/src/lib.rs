@@ -18,6 +18,7 @@ pub mod learning;
 pub mod privacy;
 pub mod schema_version;
 pub mod tenant;
+pub mod traces;
 pub mod training;
 pub mod trajectory;
 pub mod verify;

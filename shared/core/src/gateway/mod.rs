@@ -10,4 +10,5 @@ mod session;
 
 pub use config::GatewayConfig;
 pub use record::{CallRecord, ChoiceRecord, RecordedToolCall, StreamRecorder};
+pub(crate) use session::message_turn;
 pub use session::{ChoiceOutcome, SessionEnd, served_name, trajectories};
