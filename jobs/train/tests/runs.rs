@@ -492,7 +492,7 @@ fn a_dataset_run_trains_through_the_gate_and_counts_what_it_dropped() {
     // Another schema version is refused, naming the manifest.
     std::fs::write(
         data2.join("manifest.json"),
-        json!({"schema_version": 3}).to_string(),
+        json!({"schema_version": agentrl_turns::SCHEMA_VERSION + 1}).to_string(),
     )
     .unwrap();
     let e = run_dataset(&options(&model, &out2, small_config(), 2), &data2)

@@ -367,11 +367,13 @@ mod tests {
                     .zip(&logits[r])
                     .map(|(a, b)| (a - b).abs())
                     .fold(0.0f32, f32::max);
-                // Logits reach the hundreds here: a few fp32 ulps of them, where a wrong mask
-                // or position moves them by whole units.
+                // Logits reach the hundreds here: a few dozen fp32 ulps of them (the two
+                // paths multiply matrices of other shapes, which the AVX2 and AVX-512 kernels
+                // block, and so sum, differently), where a wrong mask or position moves them
+                // by whole units.
                 let size = full.iter().fold(100.0f32, |m, v| m.max(v.abs()));
                 assert!(
-                    err < 2e-6 * size,
+                    err < 1e-5 * size,
                     "sequence {s} of {} tokens: {err} (logits up to {size})",
                     seqs[s].len()
                 );
