@@ -192,7 +192,7 @@ pub(crate) async fn store(
                 encode(&pending)?,
                 None,
             ),
-            put(open_key(t, &digest), serde_json::json!({}), None),
+            put(open_key(t, &digest), listed(now_ms), None),
         ]);
     }
     for (trace, conversation) in &named {
@@ -237,6 +237,19 @@ pub(crate) struct Open {
     pub tenant: TenantId,
     pub digest: String,
     pub version: u64,
+    /// When its last batch arrived (epoch ms), as its entry says: the sweep passes over a
+    /// group still active without reading it.
+    pub last_ms: Option<u64>,
+}
+
+/// An open-list entry's document.
+#[derive(Serialize, Deserialize)]
+struct Listed {
+    last_ms: u64,
+}
+
+fn listed(last_ms: u64) -> serde_json::Value {
+    serde_json::json!(Listed { last_ms })
 }
 
 /// A page of shard `shard`'s open groups, and the cursor of the next.
@@ -261,6 +274,9 @@ pub(crate) async fn open(
                 tenant: TenantId::parse(tenant).ok()?,
                 digest: digest.to_owned(),
                 version: item.version,
+                last_ms: serde_json::from_value::<Listed>(item.doc.clone())
+                    .ok()
+                    .map(|l| l.last_ms),
             })
         })
         .collect();
@@ -340,8 +356,13 @@ pub(crate) async fn join(
 ) -> Result<(), StoreError> {
     let (from, to) = (trace.digest(), conversation.digest());
     let batches = pending(table, t, &from).await?;
+    let last = batches
+        .iter()
+        .filter_map(|(b, _)| batch_ms(b))
+        .max()
+        .unwrap_or(0);
     for chunk in batches.chunks(TRANSACTION / 2 - 1) {
-        let mut writes = vec![put(open_key(t, &to), serde_json::json!({}), None)];
+        let mut writes = vec![put(open_key(t, &to), listed(last), None)];
         for (batch, p) in chunk {
             let moved = Pending {
                 group: conversation.clone(),

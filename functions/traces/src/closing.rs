@@ -7,13 +7,15 @@
 //! Everything is enqueued before anything is forgotten: a crash in between enqueues the same
 //! trajectories (same ids) again at the next sweep.
 
+use std::collections::BTreeMap;
+
 use agentrl_core::TenantId;
 use agentrl_core::envelope::Envelope;
 use agentrl_core::traces::{Ended, trajectories};
 use agentrl_store::{StoreError, claims};
 
-use crate::TracesState;
 use crate::buffer::{self, Group, OPEN_SHARDS, Pending};
+use crate::{TracesConfig, TracesState};
 
 /// What one sweep did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,13 +49,29 @@ impl TracesState {
     /// When the open list cannot be read (a group that fails is counted and left open).
     pub async fn sweep(&self, now_ms: u64) -> Result<TraceSweep, StoreError> {
         let mut run = TraceSweep::default();
+        let mut configs: BTreeMap<TenantId, TracesConfig> = BTreeMap::new();
         for shard in 0..OPEN_SHARDS {
             let mut cursor = None;
             loop {
                 let (open, next) = buffer::open(self.table.as_ref(), shard, cursor).await?;
                 for o in open {
                     run.visited += 1;
-                    match self.visit(&o, now_ms).await {
+                    let config = match configs.get(&o.tenant) {
+                        Some(c) => c.clone(),
+                        None => {
+                            let c = self.configs.get(&o.tenant).await?;
+                            configs.insert(o.tenant.clone(), c.clone());
+                            c
+                        }
+                    };
+                    // Still active by its entry: nothing to read yet.
+                    let wait_ms = config.quiet_seconds.min(config.orphan_seconds) * 1_000;
+                    if o.last_ms
+                        .is_some_and(|last| now_ms.saturating_sub(last) < wait_ms)
+                    {
+                        continue;
+                    }
+                    match self.visit(&o, &config, now_ms).await {
                         Ok(Visit::Waiting) => {}
                         Ok(Visit::Joined) => run.joined += 1,
                         Ok(Visit::Ingested(n)) => {
@@ -76,7 +94,12 @@ impl TracesState {
         Ok(run)
     }
 
-    async fn visit(&self, o: &buffer::Open, now_ms: u64) -> Result<Visit, StoreError> {
+    async fn visit(
+        &self,
+        o: &buffer::Open,
+        config: &TracesConfig,
+        now_ms: u64,
+    ) -> Result<Visit, StoreError> {
         let (table, t) = (self.table.as_ref(), &o.tenant);
         let batches = buffer::pending(table, t, &o.digest).await?;
         let Some((_, first)) = batches.first() else {
@@ -103,7 +126,6 @@ impl TracesState {
             .filter_map(|(b, _)| buffer::batch_ms(b))
             .max()
             .unwrap_or(0);
-        let config = self.configs.get(t).await?;
         let quiet = now_ms.saturating_sub(last);
         let rooted = batches.iter().any(|(_, p)| p.root);
         if quiet < config.orphan_seconds * 1_000
