@@ -5,11 +5,12 @@
 use agentrl_core::TenantId;
 use agentrl_core::envelope::Envelope;
 use agentrl_core::gateway::{SessionEnd, trajectories};
+use agentrl_store::open_list::SHARDS;
 use agentrl_store::{StoreError, claims};
 
 use crate::GatewayState;
 use crate::routes::now_ms;
-use crate::sessions::{self, OPEN_SHARDS};
+use crate::sessions;
 
 /// Why a session did not end.
 #[derive(Debug, thiserror::Error)]
@@ -105,7 +106,7 @@ impl GatewayState {
     /// When the open list cannot be read (a session that fails is counted and left open).
     pub async fn end_idle_sessions(&self, now_ms: u64) -> Result<IdleSweep, StoreError> {
         let mut run = IdleSweep::default();
-        for shard in 0..OPEN_SHARDS {
+        for shard in 0..SHARDS {
             let mut cursor = None;
             loop {
                 let (open, next) = sessions::open(self.table.as_ref(), shard, cursor).await?;

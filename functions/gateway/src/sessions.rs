@@ -1,10 +1,9 @@
 //! Sessions: the version each one is pinned to (table), its calls' records (object store,
 //! written behind the answers in group commits), and the agents it reads.
 //!
-//! Open sessions are also listed in [`OPEN_SHARDS`] system partitions,
-//! `#system#gateway-open#N` (a key that starts with `#` cannot be a tenant's), written with
-//! the session's first call and removed with its end, so the idle sweep finds them without
-//! reading every tenant.
+//! Open sessions are also on an [`OpenList`] (`gateway-open`), written with the session's
+//! first call and removed with its end, so the idle sweep finds them without reading every
+//! tenant.
 //!
 //! Agents belong to the training function; the gateway reads their records as a view of
 //! the fields it routes on (`model`, `deployed_version`, `canary`), under the registry's
@@ -19,7 +18,8 @@ use agentrl_core::gateway::CallRecord;
 use agentrl_core::training::{Arm, Canary, bucket};
 use agentrl_store::StoreError;
 use agentrl_store::keys::partition;
-use agentrl_store::ports::{Condition, Key, Objects, Put, Query, Table, Write, encode};
+use agentrl_store::open_list::OpenList;
+use agentrl_store::ports::{Condition, Key, Objects, Put, Table, Write, encode};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -85,21 +85,14 @@ fn session_key(t: &TenantId, agent: &str, session: &str) -> Key {
     Key::new(partition(t, "gateway-session", agent), session)
 }
 
-/// How many system partitions list the open sessions (spreads the writes).
-pub(crate) const OPEN_SHARDS: u8 = 16;
-
-fn open_pk(shard: u8) -> String {
-    format!("#system#gateway-open#{shard}")
-}
+/// The open sessions.
+const OPEN: OpenList = OpenList::new("gateway-open");
 
 /// The open-list entry of a session (its shard from a hash of its names). Tenant, agent and
 /// session ids hold no `#`, so the sort key splits back into them.
 fn open_key(t: &TenantId, agent: &str, session: &str) -> Key {
     let digest = Sha256::digest(format!("{t}\0{agent}\0{session}").as_bytes());
-    Key::new(
-        open_pk(digest[0] % OPEN_SHARDS),
-        format!("{t}#{agent}#{session}"),
-    )
+    OPEN.key(digest[0], format!("{t}#{agent}#{session}"))
 }
 
 /// A session on the open list.
@@ -116,15 +109,8 @@ pub(crate) async fn open(
     shard: u8,
     cursor: Option<String>,
 ) -> Result<(Vec<OpenSession>, Option<String>), StoreError> {
-    let page = table
-        .query(&Query {
-            limit: 1_000,
-            cursor,
-            ..Query::partition(open_pk(shard))
-        })
-        .await?;
-    let open = page
-        .items
+    let (items, next) = OPEN.page(table, shard, cursor).await?;
+    let open = items
         .iter()
         .filter_map(|item| {
             let mut parts = item.key.sk.splitn(3, '#');
@@ -135,7 +121,7 @@ pub(crate) async fn open(
             })
         })
         .collect();
-    Ok((open, page.next))
+    Ok((open, next))
 }
 
 /// The session, and its item's version.

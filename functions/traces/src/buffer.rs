@@ -4,9 +4,8 @@
 //! Spans are grouped by conversation (`gen_ai.conversation.id` or `session.id`); a span that
 //! names none belongs to the conversation its trace was seen with, else to its trace. Each
 //! export writes, per group, one object of its spans (`traces/tenant=…/group=…/{batch}.json`)
-//! and one table item naming it under the group's partition; the group is listed in one of
-//! [`OPEN_SHARDS`] system partitions (`#system#traces-open#N`) for the sweep, with a version
-//! every export bumps, so the sweep takes a group off the list only if nothing arrived since
+//! and one table item naming it under the group's partition; the group is on an
+//! [`OpenList`] (`traces-open`) for the sweep, with a version every export bumps, so the sweep takes a group off the list only if nothing arrived since
 //! it read it. A trace seen with a conversation is remembered (a day) both ways: spans of it
 //! that arrive later join the conversation, and the conversation's end finds the spans that
 //! arrived before under their trace.
@@ -17,6 +16,7 @@ use agentrl_core::TenantId;
 use agentrl_core::traces::Span;
 use agentrl_store::StoreError;
 use agentrl_store::keys::partition;
+use agentrl_store::open_list::OpenList;
 use agentrl_store::ports::{Condition, Key, Objects, Put, Query, Table, Write, encode};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -67,8 +67,8 @@ pub(crate) struct Pending {
     pub root: bool,
 }
 
-/// How many system partitions list the open groups.
-pub(crate) const OPEN_SHARDS: u8 = 16;
+/// The open groups.
+const OPEN: OpenList = OpenList::new("traces-open");
 
 /// How long a trace's conversation is remembered.
 const REMEMBERED_SECS: u64 = 24 * 3600;
@@ -80,13 +80,9 @@ fn group_pk(t: &TenantId, digest: &str) -> String {
     partition(t, "traces-group", digest)
 }
 
-fn open_pk(shard: u8) -> String {
-    format!("#system#traces-open#{shard}")
-}
-
 fn open_key(t: &TenantId, digest: &str) -> Key {
-    let shard = u8::from_str_radix(&digest[..2], 16).unwrap_or(0) % OPEN_SHARDS;
-    Key::new(open_pk(shard), format!("{t}#{digest}"))
+    let shard = u8::from_str_radix(&digest[..2], 16).unwrap_or(0);
+    OPEN.key(shard, format!("{t}#{digest}"))
 }
 
 fn trace_key(t: &TenantId, trace: &str) -> Key {
@@ -258,15 +254,8 @@ pub(crate) async fn open(
     shard: u8,
     cursor: Option<String>,
 ) -> Result<(Vec<Open>, Option<String>), StoreError> {
-    let page = table
-        .query(&Query {
-            limit: 1_000,
-            cursor,
-            ..Query::partition(open_pk(shard))
-        })
-        .await?;
-    let open = page
-        .items
+    let (items, next) = OPEN.page(table, shard, cursor).await?;
+    let open = items
         .iter()
         .filter_map(|item| {
             let (tenant, digest) = item.key.sk.split_once('#')?;
@@ -280,7 +269,7 @@ pub(crate) async fn open(
             })
         })
         .collect();
-    Ok((open, page.next))
+    Ok((open, next))
 }
 
 /// The batches of a group, oldest first, each with its batch id (a UUIDv7).

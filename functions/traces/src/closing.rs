@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use agentrl_core::TenantId;
 use agentrl_core::envelope::Envelope;
 use agentrl_core::traces::{Ended, trajectories};
+use agentrl_store::open_list::SHARDS;
 use agentrl_store::{StoreError, claims};
 
-use crate::buffer::{self, Group, OPEN_SHARDS, Pending};
+use crate::buffer::{self, Group, Pending};
 use crate::{TracesConfig, TracesState};
 
 /// What one sweep did.
@@ -50,7 +51,7 @@ impl TracesState {
     pub async fn sweep(&self, now_ms: u64) -> Result<TraceSweep, StoreError> {
         let mut run = TraceSweep::default();
         let mut configs: BTreeMap<TenantId, TracesConfig> = BTreeMap::new();
-        for shard in 0..OPEN_SHARDS {
+        for shard in 0..SHARDS {
             let mut cursor = None;
             loop {
                 let (open, next) = buffer::open(self.table.as_ref(), shard, cursor).await?;

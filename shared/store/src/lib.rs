@@ -14,6 +14,7 @@ pub mod embedded;
 mod error;
 pub mod keys;
 mod objects;
+pub mod open_list;
 pub mod ports;
 pub mod retry;
 mod stores;
