@@ -129,6 +129,19 @@ pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
+/// An optional JSON body: an empty (or all-whitespace) one is `T`'s default, another is
+/// read as [`ValidJson`] reads a body.
+///
+/// # Errors
+/// 400 with the field path and serde's reason.
+pub fn optional_body<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        Ok(T::default())
+    } else {
+        parse(bytes)
+    }
+}
+
 /// The 400 of a deserialisation error, naming its field: the field at fault, a missing
 /// field by its own path, and `body` for JSON that does not parse (whose path serde cannot
 /// know).

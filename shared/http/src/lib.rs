@@ -24,7 +24,7 @@ pub mod telemetry;
 pub use app::{AppOptions, Service, app, openapi_document};
 pub use auth::{Auth, Tenant};
 pub use document::{link_body_field, link_ids};
-pub use json::{ValidJson, fingerprint, integral_floats_as_integers};
+pub use json::{ValidJson, fingerprint, integral_floats_as_integers, optional_body};
 pub use observe::Metrics;
 pub use problem::{ApiError, Problem};
 

@@ -45,11 +45,7 @@ pub(crate) async fn end(
     Path((agent_id, session)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<EndedView>), ApiError> {
-    let outcome: SessionEnd = if body.iter().all(u8::is_ascii_whitespace) {
-        SessionEnd::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::invalid("body", e.to_string()))?
-    };
+    let outcome: SessionEnd = agentrl_http::optional_body(&body)?;
     outcome
         .validate()
         .map_err(|e| ApiError::invalid(e.field, e.reason))?;
