@@ -158,13 +158,27 @@ pub(crate) async fn python(script: &str, args: Vec<String>) -> Value {
 
 /// The turn rows of `trajectory`, once the ingest worker has written them.
 pub(crate) async fn turns(s: &Stack, trajectory: &str) -> Vec<agentrl_turns::TurnRow> {
-    for _ in 0..100 {
+    rows_where(s, 100, &format!("trajectory {trajectory}"), |r| {
+        r.trajectory_id == trajectory
+    })
+    .await
+}
+
+/// The turn rows that `keep` takes, in turn order, once there are some; tries `attempts`
+/// times 100 ms apart before it panics naming `what`.
+pub(crate) async fn rows_where(
+    s: &Stack,
+    attempts: usize,
+    what: &str,
+    keep: impl Fn(&agentrl_turns::TurnRow) -> bool,
+) -> Vec<agentrl_turns::TurnRow> {
+    for _ in 0..attempts {
         let mut rows = Vec::new();
         for meta in s.stores.objects.list("trajectories/").await.unwrap() {
             let bytes = s.stores.objects.get(&meta.path).await.unwrap().unwrap();
             for row in agentrl_turns::read_turns(bytes).unwrap() {
                 let row = row.unwrap();
-                if row.trajectory_id == trajectory {
+                if keep(&row) {
                     rows.push(row);
                 }
             }
@@ -175,7 +189,7 @@ pub(crate) async fn turns(s: &Stack, trajectory: &str) -> Vec<agentrl_turns::Tur
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("trajectory {trajectory} never reached the turn table");
+    panic!("{what} never reached the turn table");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

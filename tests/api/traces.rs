@@ -6,11 +6,10 @@
 //! `otel_sdk_exports_a_two_agent_conversation`.
 
 use std::io::Write;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::gateway::{python, turns};
+use crate::gateway::{python, rows_where, turns};
 use crate::helpers::{Stack, spawn_stack};
 
 const TRACE: &str = "5b8efff798038103d269b633813fc60c";
@@ -297,35 +296,17 @@ async fn a_quiet_trace_is_ingested_by_the_sweep() {
     )]);
     let (status, _) = post(&s, &body, false).await;
     assert_eq!(status, 200);
-    let rows = conversation_rows(&s, trace).await;
+    // The sweep runs every 5 s; the ingest worker then writes the rows.
+    let rows = rows_where(&s, 300, &format!("conversation {trace}"), |r| {
+        r.conversation_id == trace
+    })
+    .await;
     assert_eq!(rows.len(), 2);
     assert_eq!(
         (rows[0].agent_id.as_str(), rows[1].content.as_str()),
         ("calc-1", "4")
     );
     s.stop().await;
-}
-
-/// The turn rows of conversation `id`, once the sweep and the ingest worker wrote them.
-async fn conversation_rows(s: &Stack, id: &str) -> Vec<agentrl_turns::TurnRow> {
-    for _ in 0..300 {
-        let mut rows = Vec::new();
-        for meta in s.stores.objects.list("trajectories/").await.unwrap() {
-            let bytes = s.stores.objects.get(&meta.path).await.unwrap().unwrap();
-            for row in agentrl_turns::read_turns(bytes).unwrap() {
-                let row = row.unwrap();
-                if row.conversation_id == id {
-                    rows.push(row);
-                }
-            }
-        }
-        if !rows.is_empty() {
-            rows.sort_by_key(|r| r.turn_index);
-            return rows;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("conversation {id} never reached the turn table");
 }
 
 /// The OpenTelemetry Python SDK's OTLP/HTTP exporter (protobuf, and JSON) sends a
