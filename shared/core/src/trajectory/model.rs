@@ -180,11 +180,13 @@ pub struct Turn {
         )
     )]
     pub tokenizer: Option<String>,
-    /// Prompt tokens the model call that produced this (assistant) turn reported.
+    /// Prompt tokens the model call that produced this (assistant) turn reported (below 2^31).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 2_147_483_647))]
     pub input_tokens: Option<u32>,
-    /// Completion tokens it reported.
+    /// Completion tokens it reported (below 2^31).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 2_147_483_647))]
     pub output_tokens: Option<u32>,
 }
 

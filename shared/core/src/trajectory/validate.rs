@@ -304,6 +304,16 @@ impl Trajectory {
             if let Some(r) = turn.reward {
                 ensure(r.is_finite(), format!("{p}.reward"), "must be finite")?;
             }
+            for (field, n) in [
+                ("input_tokens", turn.input_tokens),
+                ("output_tokens", turn.output_tokens),
+            ] {
+                ensure(
+                    n.is_none_or(|n| n <= Limits::MAX_TOKEN_ID),
+                    format!("{p}.{field}"),
+                    "must be below 2^31",
+                )?;
+            }
             check_tokens(&p, turn)?;
         }
         ensure(
@@ -505,6 +515,9 @@ mod tests {
             }),
             ("turns[1].tokenizer", |t| {
                 t.turns[1].tokenizer = Some(String::new())
+            }),
+            ("turns[1].output_tokens", |t| {
+                t.turns[1].output_tokens = Some(1 << 31)
             }),
             ("turns[1].tokenizer", |t| {
                 t.turns[1].tokenizer = Some("a\nb".into())
