@@ -11,7 +11,7 @@ use agentrl_store::StoreError;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::judges::{Ask, Judges};
+use agentrl_judges::{Ask, Judges};
 
 /// A gate answers within API Gateway's 30 s limit, retries included.
 const GATE_DEADLINE: Duration = Duration::from_secs(25);

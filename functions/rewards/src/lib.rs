@@ -13,7 +13,6 @@
 mod evaluations;
 mod executions;
 mod gates;
-mod judges;
 mod repo;
 mod routes;
 mod wire;
@@ -34,8 +33,8 @@ use axum::{
 };
 use utoipa::OpenApi;
 
+pub use agentrl_judges::Provider;
 pub use evaluations::{Evaluator, VISIBILITY_TIMEOUT};
-pub use judges::Provider;
 pub use repo::RewardRepo;
 
 /// Largest verification request: JUnit reports of tens of MB are accepted inline. API Gateway
@@ -46,7 +45,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Clone)]
 pub struct RewardState {
     repo: RewardRepo,
-    judges: judges::Judges,
+    judges: agentrl_judges::Judges,
     evaluations: evaluations::EvaluationStore,
     queue: Arc<dyn Queue>,
     scorer: Arc<Scorer>,
@@ -63,7 +62,7 @@ impl RewardState {
     ) -> Self {
         Self {
             repo: RewardRepo::new(table.clone()),
-            judges: judges::Judges::new(table.clone(), provider),
+            judges: agentrl_judges::Judges::new(table.clone(), provider),
             evaluations: evaluations::EvaluationStore::new(table, objects),
             queue,
             scorer: Arc::new(Scorer::new(Limits::default())),

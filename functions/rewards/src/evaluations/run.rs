@@ -17,6 +17,7 @@ use agentrl_core::{
 };
 use agentrl_diff::{Lang, Scorer, Snapshot, Weights};
 use agentrl_http::sqs::Consumer;
+use agentrl_judges::{Ask, Judges, Provider};
 use agentrl_store::{
     MAX_RECEIVES, StoreError,
     ports::{Message, Objects, Queue, Table},
@@ -28,7 +29,6 @@ use futures::{StreamExt, stream::FuturesUnordered};
 use super::{Evaluation, EvaluationReport, EvaluationStatus, EvaluationStore, Job};
 use crate::{
     executions::{self, VerifyError},
-    judges::{Ask, Judges, Provider},
     repo::{RewardRepo, Verification},
 };
 

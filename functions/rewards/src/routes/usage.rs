@@ -10,7 +10,9 @@ use axum::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::{RewardState, judges::ModelUsage};
+use agentrl_judges::ModelUsage;
+
+use crate::RewardState;
 
 /// Query string.
 #[derive(Debug, Deserialize)]

@@ -1,6 +1,7 @@
 //! Model judges, critic gates and evaluations, the pure part: rubrics and prompts, reply
 //! validation, tenant settings, the gate rule, cost, and how an evaluation's parts combine.
-//! The provider calls, the cache and the queue live in `functions/rewards`.
+//! The provider calls, the cache and usage accounting live in `shared/judges`; the evaluation
+//! queue in `functions/rewards`.
 
 mod config;
 mod cost;

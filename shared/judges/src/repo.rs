@@ -40,12 +40,14 @@ pub(crate) struct UsageRecord {
 
 /// Usage of one model over a window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
-pub(crate) struct ModelUsage {
+pub struct ModelUsage {
     /// Judgments that reached the provider (answered or not).
     pub judgments: u64,
     /// Provider calls (retries and repairs included).
     pub calls: u64,
+    /// Prompt tokens the provider reported.
     pub prompt_tokens: u64,
+    /// Completion tokens the provider reported.
     pub completion_tokens: u64,
     /// Sum of the priced judgments' costs; null when none was priced.
     pub cost: Option<f64>,
@@ -66,7 +68,7 @@ impl ModelUsage {
     }
 
     /// Adds `other`'s counts; the cost stays null only while neither side has one.
-    pub(crate) fn add(&mut self, other: &Self) {
+    pub fn add(&mut self, other: &Self) {
         self.judgments += other.judgments;
         self.calls += other.calls;
         self.prompt_tokens += other.prompt_tokens;

@@ -2,6 +2,13 @@
 //! per (artifact, rubric version, model) while the cached judgment lives, and never a silent
 //! 0: a judge that cannot answer abstains with the reason, or gives the tenant's rule-based
 //! fallback marked as such.
+//!
+//! A library rather than a part of `functions/rewards`: the rewards function (evaluations,
+//! gates, the judge settings and usage routes) and the ingest worker (turn rewards judged by
+//! the critic model) both ask for judgments, and function crates never depend on each other.
+//! The pure part (rubrics, prompts, reply parsing, settings) is `agentrl_core::judge`.
+
+#![deny(missing_docs)]
 
 mod client;
 mod repo;
@@ -23,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 pub use client::Provider;
 use client::{Call, Spent};
-pub(crate) use repo::ModelUsage;
+pub use repo::ModelUsage;
 use repo::{JudgeRepo, UsageRecord};
 
 /// How often a worker waiting on another's claim looks for the judgment.
@@ -48,8 +55,10 @@ enum Claim {
 }
 
 /// One judgment to make.
-pub(crate) struct Ask<'a> {
+pub struct Ask<'a> {
+    /// What to judge on.
     pub rubric: &'static Rubric,
+    /// What to judge.
     pub subject: Subject<'a>,
     /// What diff scoring found, for the rule-based fallback.
     pub diff: Option<&'a DiffFacts>,
@@ -66,16 +75,24 @@ impl Judges {
         }
     }
 
-    pub(crate) fn configs(&self) -> TenantConfig<JudgeConfig> {
+    /// The tenants' judge settings (`tenant#config#judges`).
+    pub fn configs(&self) -> TenantConfig<JudgeConfig> {
         self.repo.configs()
     }
 
-    pub(crate) async fn config(&self, t: &TenantId) -> Result<JudgeConfig, StoreError> {
+    /// The judge settings of `t` (the defaults until it sets them).
+    ///
+    /// # Errors
+    /// When the table fails.
+    pub async fn config(&self, t: &TenantId) -> Result<JudgeConfig, StoreError> {
         self.repo.config(t).await
     }
 
     /// Usage by model over `[from, to)`.
-    pub(crate) async fn usage(
+    ///
+    /// # Errors
+    /// When the table fails.
+    pub async fn usage(
         &self,
         t: &TenantId,
         from: u64,
@@ -88,7 +105,7 @@ impl Judges {
     ///
     /// # Errors
     /// Only when the table fails; provider failures are abstentions (or the fallback).
-    pub(crate) async fn judge(
+    pub async fn judge(
         &self,
         t: &TenantId,
         config: &JudgeConfig,
