@@ -21,5 +21,6 @@ pub use evaluation::{
 pub use gate::{GateDecision, decide};
 pub use reply::Reply;
 pub use rubric::{
-    ChatMessage, JudgeKind, MAX_PART_CHARS, Role, Rubric, Stage, Subject, messages, repair,
+    ChatMessage, JudgeKind, MAX_PART_CHARS, Purpose, Role, Rubric, Stage, Subject, TurnAspect,
+    messages, repair,
 };

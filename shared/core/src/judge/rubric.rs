@@ -50,6 +50,63 @@ pub enum Stage {
     Response,
 }
 
+/// An aspect of an assistant turn that the critic model can score for the turn-level reward
+/// (source design: "use model-based judges for information utility"), in place of the
+/// heuristic's value of the same component.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnAspect {
+    /// How much useful information the turn adds to the conversation.
+    InformationGain,
+    /// How far the turn moves the task towards done.
+    TaskProgress,
+}
+
+/// What a judgment was asked for; usage is reported by it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// The judges of an evaluation ([`JudgeKind`]).
+    Evaluations,
+    /// A critic gate ([`Stage`]).
+    Gates,
+    /// A turn-level reward component ([`TurnAspect`]).
+    TurnRewards,
+}
+
+impl Purpose {
+    /// The wire name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Evaluations => "evaluations",
+            Self::Gates => "gates",
+            Self::TurnRewards => "turn_rewards",
+        }
+    }
+
+    /// The purpose of the rubric named `name` (a judgment's `kind`); `None` for a name no
+    /// rubric has.
+    #[must_use]
+    pub fn of_rubric(name: &str) -> Option<Self> {
+        let named = |r: &Rubric| r.name == name;
+        if JudgeKind::ALL.iter().any(|k| named(k.rubric())) {
+            Some(Self::Evaluations)
+        } else if [Stage::Triage, Stage::Research, Stage::Response]
+            .iter()
+            .any(|s| named(s.rubric()))
+        {
+            Some(Self::Gates)
+        } else if TurnAspect::ALL.iter().any(|a| named(a.rubric())) {
+            Some(Self::TurnRewards)
+        } else {
+            None
+        }
+    }
+}
+
 /// A versioned scoring instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rubric {
@@ -109,6 +166,41 @@ impl Stage {
         }
     }
 }
+
+impl TurnAspect {
+    /// Every aspect, in wire order.
+    pub const ALL: [Self; 2] = [Self::InformationGain, Self::TaskProgress];
+
+    /// The aspect's rubric.
+    #[must_use]
+    pub fn rubric(self) -> &'static Rubric {
+        match self {
+            Self::InformationGain => &TURN_INFORMATION_GAIN,
+            Self::TaskProgress => &TURN_TASK_PROGRESS,
+        }
+    }
+}
+
+const TURN_INFORMATION_GAIN: Rubric = Rubric {
+    name: "turn_information_gain",
+    version: "turn_information_gain@1",
+    role: Role::Critic,
+    criteria: "TASK holds an agent's conversation up to one of its turns; OUTPUT is that turn. \
+How much useful new information does the turn add? 10: new facts, results or reasoning the \
+task needs, found nowhere earlier in the conversation. 7: mostly new and useful, some \
+repetition. 4: little that is new, or new but beside the task. 1: repeats earlier turns, says \
+nothing, or is filler.",
+};
+
+const TURN_TASK_PROGRESS: Rubric = Rubric {
+    name: "turn_task_progress",
+    version: "turn_task_progress@1",
+    role: Role::Critic,
+    criteria: "TASK holds an agent's conversation up to one of its turns; OUTPUT is that turn. \
+How far does the turn move the task the user asked for towards done? 10: completes the task \
+or its decisive step correctly. 7: a clear, correct step forward. 4: a small or doubtful \
+step. 1: no progress, a step backwards, or a wrong action.",
+};
 
 const RELEVANCE: Rubric = Rubric {
     name: "relevance",
@@ -311,8 +403,36 @@ mod tests {
             let wire = serde_json::to_value(kind).expect("serialises");
             assert_eq!(wire, r.name);
         }
+        names.extend(TurnAspect::ALL.map(|a| a.rubric().name));
+        for aspect in TurnAspect::ALL {
+            let r = aspect.rubric();
+            assert!(r.version.starts_with(&format!("{}@", r.name)), "{r:?}");
+            assert_eq!(r.role, Role::Critic, "the critic model scores turns");
+        }
         let unique: std::collections::BTreeSet<_> = names.iter().collect();
         assert_eq!(unique.len(), names.len());
+    }
+
+    #[test]
+    fn every_rubric_has_one_purpose() {
+        for kind in JudgeKind::ALL {
+            assert_eq!(
+                Purpose::of_rubric(kind.as_str()),
+                Some(Purpose::Evaluations)
+            );
+        }
+        for stage in [Stage::Triage, Stage::Research, Stage::Response] {
+            assert_eq!(Purpose::of_rubric(stage.as_str()), Some(Purpose::Gates));
+        }
+        for aspect in TurnAspect::ALL {
+            assert_eq!(
+                Purpose::of_rubric(aspect.rubric().name),
+                Some(Purpose::TurnRewards)
+            );
+        }
+        assert_eq!(Purpose::of_rubric("turn_information_gain@1"), None);
+        let wire = serde_json::to_value(Purpose::TurnRewards).expect("serialises");
+        assert_eq!(wire, Purpose::TurnRewards.as_str());
     }
 
     #[test]

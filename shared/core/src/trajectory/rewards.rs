@@ -151,6 +151,19 @@ impl TurnReward {
         tool: None,
         total: 0.0,
     };
+
+    /// The total of these components under `w`: −1 on a safety violation.
+    pub(super) fn weighted(&self, w: &TurnRewardWeights) -> f64 {
+        if self.safety {
+            -1.0
+        } else {
+            unit(
+                w.information_gain * self.information_gain
+                    + w.format * self.format_correctness
+                    + w.progress * self.task_progress,
+            )
+        }
+    }
 }
 
 /// Scores every turn of `t`; the result is index-aligned with `t.turns`.
@@ -204,23 +217,16 @@ pub fn turn_rewards(t: &Trajectory, w: &TurnRewardWeights, scrubber: &Scrubber) 
             None => outcome.map_or(0.0, |o| o * k as f64 / assistant_turns as f64),
         };
         let safety = violates_safety(turn, scrubber);
-        let total = if safety {
-            -1.0
-        } else {
-            unit(
-                w.information_gain * information_gain
-                    + w.format * format_correctness
-                    + w.progress * task_progress,
-            )
-        };
-        out.push(TurnReward {
+        let mut reward = TurnReward {
             information_gain,
             format_correctness,
             task_progress,
             safety,
             tool,
-            total,
-        });
+            total: 0.0,
+        };
+        reward.total = reward.weighted(w);
+        out.push(reward);
     }
     out
 }
@@ -273,7 +279,7 @@ fn tool_signals<'a>(
 }
 
 /// Clamps to [0, 1]; NaN (from non-finite weights) counts as 0.
-fn unit(x: f64) -> f64 {
+pub(super) fn unit(x: f64) -> f64 {
     if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
 }
 
@@ -292,7 +298,9 @@ fn outcome_score(o: &FinalOutcome) -> f64 {
     }
 }
 
-fn turn_text(turn: &Turn) -> String {
+/// A turn's text as information gain reads it (and the critic model sees it): content, tool
+/// calls (name and key-sorted arguments), tool result and error.
+pub(super) fn turn_text(turn: &Turn) -> String {
     let mut text = turn.content.clone();
     for call in turn.calls() {
         text.push('\n');
