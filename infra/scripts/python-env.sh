@@ -4,6 +4,7 @@
 #   venv="$(infra/scripts/python-env.sh | tail -n1)"        # moto, cfn-lint, SAM CLI, oracles
 #   hf_venv="$(infra/scripts/python-env.sh hf | tail -n1)"  # transformers' config classes
 #   cuda_venv="$(infra/scripts/python-env.sh cuda | tail -n1)"  # nvcc for the `cuda` feature
+#   sdk_venv="$(infra/scripts/python-env.sh sdk | tail -n1)"   # the Python SDK's tests
 #
 # The default venv (infra/requirements-test.txt) lives at
 # ${AGENTRL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv}, the `hf` one
@@ -20,7 +21,8 @@ case "${1:-test}" in
   test) req="$root/infra/requirements-test.txt"; venv="${AGENTRL_VENV:-$cache/venv}" ;;
   hf) req="$root/infra/requirements-hf.txt"; venv="${AGENTRL_HF_VENV:-$cache/venv-hf}" ;;
   cuda) req="$root/infra/requirements-cuda.txt"; venv="${AGENTRL_CUDA_VENV:-$cache/venv-cuda}" ;;
-  *) echo "python-env: unknown venv ${1} (test, hf or cuda)" >&2; exit 2 ;;
+  sdk) req="$root/infra/requirements-sdk.txt"; venv="${AGENTRL_SDK_VENV:-$cache/venv-sdk}" ;;
+  *) echo "python-env: unknown venv ${1} (test, hf, cuda or sdk)" >&2; exit 2 ;;
 esac
 stamp="$venv/.agentrl-requirements.sha256"
 

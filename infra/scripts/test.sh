@@ -2,8 +2,10 @@
 # The whole test suite, as the README and CI run it:
 #   formatting, clippy (warnings are errors), the SAM template checks (cfn-lint, sam validate,
 #   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), the
-#   trainer's `cuda` build checked with nvcc from PyPI, the API contract (schemathesis against
-#   `agentrl serve`, bounded by test cases, seed 1), and the README's main job
+#   Python SDK's tests (pytest against `agentrl serve`, with the real OpenAI, Agents SDK,
+#   LangGraph and OpenTelemetry packages), the trainer's `cuda` build checked with nvcc from
+#   PyPI, the API contract (schemathesis against `agentrl serve`, bounded by test cases,
+#   seed 1), and the README's main job
 #   (`agentrl demo`) as a smoke test.
 # Installs what it needs (Python tools into a cached virtualenv) and needs no standard input.
 set -euo pipefail
@@ -22,6 +24,8 @@ export AGENTRL_VENV
 # The trainer's loader is tested on configs written by transformers' own config classes.
 AGENTRL_HF_VENV="$(infra/scripts/python-env.sh hf | tail -n1)"
 export AGENTRL_HF_VENV
+# The Python SDK is tested with the agent frameworks it integrates (their pins are its own).
+AGENTRL_SDK_VENV="$(infra/scripts/python-env.sh sdk | tail -n1)"
 
 step "moto on 127.0.0.1"
 AGENTRL_MOTO_STATE="$(mktemp -d)"
@@ -43,6 +47,15 @@ infra/scripts/lint-template.sh
 
 step "cargo test"
 cargo test --workspace --locked
+
+step "Python SDK: mypy --strict, pytest against agentrl serve"
+"$AGENTRL_SDK_VENV/bin/python" -m mypy --strict sdk/python/src/agentrl
+cargo build --quiet --locked -p agentrl
+# Installed as users install it (the wheel, py.typed and its version metadata), not from src/.
+"$AGENTRL_SDK_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+  --no-deps --no-build-isolation --force-reinstall ./sdk/python
+AGENTRL_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/agentrl" \
+  "$AGENTRL_SDK_VENV/bin/python" -m pytest -q -p no:cacheprovider sdk/python/tests
 
 step "cuda build: cargo check --features cuda, nvcc 13.0 from PyPI (no GPU needed)"
 # A CUDA-only compile error cannot land; candle's kernels are compiled by nvcc here too.
