@@ -1,6 +1,6 @@
 //! One turn row per turn of an anonymised trajectory.
 
-use agentrl_core::trajectory::{Role, ToolSpec, Trajectory, TurnReward};
+use agentrl_core::trajectory::{ComponentSource, Role, SourcedReward, ToolSpec, Trajectory};
 use agentrl_turns::{RowToolCall, TurnRow};
 use serde_json::json;
 
@@ -54,8 +54,12 @@ fn tools(specs: &[ToolSpec]) -> Option<String> {
     })
 }
 
+fn source(s: Option<ComponentSource>) -> Option<String> {
+    s.map(|s| s.as_str().to_owned())
+}
+
 /// The rows of `t` (already anonymised), with `rewards` index-aligned to its turns.
-pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -> Vec<TurnRow> {
+pub(crate) fn rows(t: &Trajectory, rewards: &[SourcedReward], p: &Provenance<'_>) -> Vec<TurnRow> {
     let outcome = t.final_outcome.as_ref();
     let tools = tools(&t.tools);
     let count = i32::try_from(t.turns.len()).unwrap_or(i32::MAX);
@@ -63,7 +67,8 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -
         .iter()
         .zip(rewards)
         .enumerate()
-        .map(|(i, (turn, reward))| {
+        .map(|(i, (turn, sourced))| {
+            let reward = &sourced.reward;
             let tool = reward.tool;
             let calls: Vec<RowToolCall> = turn
                 .calls()
@@ -120,6 +125,8 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[TurnReward], p: &Provenance<'_>) -
                     .then(|| serde_json::Value::from(turn.content_parts.clone()).to_string()),
                 input_tokens: turn.input_tokens.map(i64::from),
                 output_tokens: turn.output_tokens.map(i64::from),
+                information_gain_source: source(sourced.information_gain),
+                progress_source: source(sourced.task_progress),
             }
         })
         .collect()

@@ -12,7 +12,7 @@ use agentrl_core::{
     TenantId,
     calendar::utc_date,
     privacy::{Pseudonymizer, Scrubber, TENANT, anonymize},
-    trajectory::turn_rewards,
+    trajectory::{SourcedReward, turn_rewards},
 };
 use agentrl_http::sqs::Consumer;
 use agentrl_store::{
@@ -149,7 +149,8 @@ impl Ingest {
         let config = self.configs.get(&tenant).await?;
         // Rewards see the raw text (the safety rule looks for leaked secrets); nothing raw
         // is written.
-        let rewards = turn_rewards(&t, &config.rewards, &self.scrubber);
+        let rewards =
+            SourcedReward::heuristic(&t, turn_rewards(&t, &config.rewards, &self.scrubber));
         let episode = t.final_outcome.as_ref().and_then(|o| o.reward);
         let (episode_reward, dp_epsilon) = match (episode, &config.differential_privacy) {
             (Some(reward), Some(dp)) => {

@@ -1,12 +1,12 @@
 //! The turn table: agent trajectories stored in Parquet, one row per turn, written by the
 //! ingestion path and read later by the dataset job and the GRPO trainer.
 //!
-//! # Schema version 3
+//! # Schema version 4
 //!
-//! Every file carries the Parquet key-value metadata `agentrl.schema_version = "3"`; readers
+//! Every file carries the Parquet key-value metadata `agentrl.schema_version = "4"`; readers
 //! refuse files without it, and read version 1 files (the first 36 columns; their one call a
-//! turn comes out as `tool_calls`) and version 2 files (the first 40; no token usage) as well
-//! as version 3. Columns, in this order (`?` =
+//! turn comes out as `tool_calls`), version 2 files (the first 40; no token usage) and
+//! version 3 files (the first 42; no reward sources) as well as version 4. Columns, in this order (`?` =
 //! nullable):
 //!
 //! | column | type | notes |
@@ -53,6 +53,8 @@
 //! | `content_parts` | utf8? | version 2: the message's content parts as JSON, when it came as parts (`content` holds their text) |
 //! | `input_tokens` | int64? | version 3: prompt tokens the model call of an assistant turn reported |
 //! | `output_tokens` | int64? | version 3: completion tokens it reported |
+//! | `information_gain_source` | utf8? | version 4: on assistant turns, where `reward_information_gain` came from: `heuristic`, or the rubric version the critic model scored it on (e.g. `turn_information_gain@1`) |
+//! | `progress_source` | utf8? | version 4: the same for `reward_progress` (e.g. `turn_task_progress@1`) |
 //!
 //! List elements are never null. Tenant and date are not columns: they are Hive partition keys
 //! in the object path (`trajectories/tenant=…/date=…/`), and Athena rejects a column named like
@@ -103,7 +105,7 @@ pub use reader::{TurnReader, read_turns};
 pub use row::{RowToolCall, TurnRow};
 pub use schema::{
     DICTIONARY_COLUMNS, READABLE_VERSIONS, SCHEMA_VERSION, SCHEMA_VERSION_KEY, V2_COLUMNS,
-    V3_COLUMNS, schema,
+    V3_COLUMNS, V4_COLUMNS, schema,
 };
 pub use writer::{TurnWriter, WriterOptions};
 

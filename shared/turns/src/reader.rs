@@ -173,6 +173,11 @@ fn decode(batch: &RecordBatch, version: u32) -> Result<Vec<TurnRow>, TurnsError>
     }
     d.values::<Int64Type>(|r, v| r.input_tokens = v)?;
     d.values::<Int64Type>(|r, v| r.output_tokens = v)?;
+    if version == 3 {
+        return Ok(d.rows);
+    }
+    d.strings(|r, v| r.information_gain_source = v.map(str::to_owned))?;
+    d.strings(|r, v| r.progress_source = v.map(str::to_owned))?;
     Ok(d.rows)
 }
 
@@ -467,14 +472,14 @@ mod tests {
 
     #[test]
     fn another_schema_version_is_rejected() {
-        let err = read_turns(foreign(&other_table(), Some("4"))).expect_err("version 4");
+        let err = read_turns(foreign(&other_table(), Some("5"))).expect_err("version 5");
         assert!(
-            matches!(&err, TurnsError::UnsupportedSchemaVersion { found } if found == "4"),
+            matches!(&err, TurnsError::UnsupportedSchemaVersion { found } if found == "5"),
             "{err:?}"
         );
         assert_eq!(
             err.to_string(),
-            "turn table schema version \"4\" is not supported (this build reads versions 1 to 3)"
+            "turn table schema version \"5\" is not supported (this build reads versions 1 to 4)"
         );
     }
 
@@ -511,7 +516,7 @@ mod tests {
         columns[role] = Arc::new(StringArray::from(vec![None::<&str>]));
         let batch = RecordBatch::try_new(Arc::new(relaxed), columns).expect("relaxed batch");
 
-        let mut reader = read_turns(foreign(&batch, Some("3"))).expect("columns match");
+        let mut reader = read_turns(foreign(&batch, Some("4"))).expect("columns match");
         let err = reader.next().expect("one item").expect_err("null role");
         assert!(
             matches!(&err, TurnsError::UnexpectedNull { column } if column == "role"),
@@ -532,12 +537,36 @@ mod tests {
         let expected = TurnRow {
             input_tokens: None,
             output_tokens: None,
+            information_gain_source: None,
+            progress_source: None,
             ..rows[0].clone()
         };
         assert_eq!(back, [expected]);
         assert!(
             read_turns(foreign(&v2, Some("3"))).is_err(),
             "version 3 has 42"
+        );
+    }
+
+    #[test]
+    fn a_version_3_file_reads_without_reward_sources() {
+        let rows = vec![all_set_row()];
+        let v3 = first_batch(&rows)
+            .project(&(0..42).collect::<Vec<_>>())
+            .expect("first 42");
+        let back: Vec<TurnRow> = read_turns(foreign(&v3, Some("3")))
+            .expect("a version 3 table")
+            .collect::<Result<_, _>>()
+            .expect("rows decode");
+        let expected = TurnRow {
+            information_gain_source: None,
+            progress_source: None,
+            ..rows[0].clone()
+        };
+        assert_eq!(back, [expected]);
+        assert!(
+            read_turns(foreign(&v3, Some("4"))).is_err(),
+            "version 4 has 44"
         );
     }
 

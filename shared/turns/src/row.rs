@@ -91,6 +91,11 @@ pub struct TurnRow {
     pub input_tokens: Option<i64>,
     /// Version 3: completion tokens it reported.
     pub output_tokens: Option<i64>,
+    /// Version 4: where `reward_information_gain` came from on an assistant turn: `heuristic`,
+    /// or the version of the rubric the critic model scored it on.
+    pub information_gain_source: Option<String>,
+    /// Version 4: the same for `reward_progress`.
+    pub progress_source: Option<String>,
 }
 
 /// One tool call of a turn.

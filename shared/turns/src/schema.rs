@@ -1,4 +1,4 @@
-//! The Arrow schema of the turn table (version 3, and versions 1 and 2 for reading older
+//! The Arrow schema of the turn table (version 4, and versions 1 to 3 for reading older
 //! files), and how a file's schema is checked against its version's.
 
 use std::sync::{Arc, LazyLock};
@@ -9,12 +9,13 @@ use crate::TurnsError;
 
 /// The version of the turn table schema that this crate writes. It reads this one and every
 /// earlier one ([`READABLE_VERSIONS`]).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The versions [`crate::read_turns`] reads: version 1 files lack the columns version 2
 /// appended ([`V2_COLUMNS`]); their one call per turn is read from `tool_name` and
-/// `tool_arguments`. Files before version 3 lack [`V3_COLUMNS`] (read as null).
-pub const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
+/// `tool_arguments`. Files before version 3 lack [`V3_COLUMNS`], files before version 4
+/// [`V4_COLUMNS`] (read as null).
+pub const READABLE_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 
 /// Columns version 1 has; version 2 appends [`V2_COLUMNS`] after them.
 const V1_COLUMNS: usize = 36;
@@ -22,6 +23,8 @@ const V1_COLUMNS: usize = 36;
 pub const V2_COLUMNS: [&str; 4] = ["tool_calls", "tool_call_id", "tools", "content_parts"];
 /// What version 3 appended: the token usage a model call reported.
 pub const V3_COLUMNS: [&str; 2] = ["input_tokens", "output_tokens"];
+/// What version 4 appended: where a turn's information gain and task progress came from.
+pub const V4_COLUMNS: [&str; 2] = ["information_gain_source", "progress_source"];
 
 /// The Parquet key-value metadata key that holds [`SCHEMA_VERSION`] as decimal text.
 pub const SCHEMA_VERSION_KEY: &str = "agentrl.schema_version";
@@ -42,6 +45,8 @@ pub const DICTIONARY_COLUMNS: &[&str] = &[
     "termination_reason",
     "message_id",
     "tools",
+    "information_gain_source",
+    "progress_source",
 ];
 
 /// List elements are never null; one definition keeps the writer's builders and the schema
@@ -113,6 +118,8 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         utf8("content_parts", true),
         Field::new("input_tokens", DataType::Int64, true),
         Field::new("output_tokens", DataType::Int64, true),
+        utf8("information_gain_source", true),
+        utf8("progress_source", true),
     ]))
 });
 
@@ -131,6 +138,7 @@ pub(crate) fn check_columns(found: &Schema, version: u32) -> Result<(), TurnsErr
     let count = match version {
         1 => V1_COLUMNS,
         2 => V1_COLUMNS + V2_COLUMNS.len(),
+        3 => V1_COLUMNS + V2_COLUMNS.len() + V3_COLUMNS.len(),
         _ => full.fields().len(),
     };
     let expected = &full.fields()[..count];
@@ -219,7 +227,7 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "column 2 should be `turn_index: Int32` in turn table schema version 3, \
+            "column 2 should be `turn_index: Int32` in turn table schema version 4, \
              the file has `turn_index: Int64`"
         );
     }
@@ -237,6 +245,10 @@ mod tests {
         let v2 = Schema::new(schema().fields()[..v2_len].to_vec());
         check_columns(&v2, 2).expect("version 2's columns");
         assert!(check_columns(&v2, 3).is_err(), "version 3 has more");
+        let v3_len = v2_len + V3_COLUMNS.len();
+        let v3 = Schema::new(schema().fields()[..v3_len].to_vec());
+        check_columns(&v3, 3).expect("version 3's columns");
+        assert!(check_columns(&v3, 4).is_err(), "version 4 has more");
         assert_eq!(schema().fields()[V1_COLUMNS - 1].name(), "ingested_at");
         let full = schema();
         let names = |range: std::ops::Range<usize>| -> Vec<String> {
@@ -246,6 +258,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(names(V1_COLUMNS..v2_len), V2_COLUMNS);
-        assert_eq!(names(v2_len..full.fields().len()), V3_COLUMNS);
+        assert_eq!(names(v2_len..v3_len), V3_COLUMNS);
+        assert_eq!(names(v3_len..full.fields().len()), V4_COLUMNS);
     }
 }

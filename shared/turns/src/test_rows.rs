@@ -96,6 +96,8 @@ pub fn all_set_row() -> TurnRow {
         tools: Some("[{\"type\": \"function\", \"function\": {\"name\": \"search\"}}]".into()),
         input_tokens: Some(1_234),
         output_tokens: Some(56),
+        information_gain_source: Some("turn_information_gain@1".into()),
+        progress_source: Some("heuristic".into()),
     }
 }
 
@@ -194,6 +196,22 @@ pub fn varied_row(i: u64) -> TurnRow {
         }),
         input_tokens: (role == "assistant" && bit(42)).then_some(((r >> 8) % 40_000) as i64),
         output_tokens: (role == "assistant" && bit(43)).then_some(((r >> 24) % 4_000) as i64),
+        information_gain_source: (role == "assistant").then(|| {
+            if bit(44) {
+                "turn_information_gain@1"
+            } else {
+                "heuristic"
+            }
+            .to_owned()
+        }),
+        progress_source: (role == "assistant").then(|| {
+            if bit(45) {
+                "turn_task_progress@1"
+            } else {
+                "heuristic"
+            }
+            .to_owned()
+        }),
     }
 }
 

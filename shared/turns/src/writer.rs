@@ -326,6 +326,8 @@ struct Columns {
     content_parts: StringBuilder,
     input_tokens: Int64Builder,
     output_tokens: Int64Builder,
+    information_gain_source: StringBuilder,
+    progress_source: StringBuilder,
 }
 
 fn tool_calls_builder() -> ListBuilder<StructBuilder> {
@@ -414,6 +416,8 @@ impl Columns {
             content_parts: StringBuilder::new(),
             input_tokens: Int64Builder::new(),
             output_tokens: Int64Builder::new(),
+            information_gain_source: StringBuilder::new(),
+            progress_source: StringBuilder::new(),
         }
     }
 
@@ -473,6 +477,10 @@ impl Columns {
             .append_option(row.content_parts.as_deref());
         self.input_tokens.append_option(row.input_tokens);
         self.output_tokens.append_option(row.output_tokens);
+        self.information_gain_source
+            .append_option(row.information_gain_source.as_deref());
+        self.progress_source
+            .append_option(row.progress_source.as_deref());
     }
 
     /// The buffered rows as arrays in schema order; the builders start over empty.
@@ -521,6 +529,8 @@ impl Columns {
             Arc::new(self.content_parts.finish()),
             Arc::new(self.input_tokens.finish()),
             Arc::new(self.output_tokens.finish()),
+            Arc::new(self.information_gain_source.finish()),
+            Arc::new(self.progress_source.finish()),
         ]
     }
 }
@@ -636,7 +646,7 @@ mod tests {
             .iter()
             .find(|kv| kv.key == SCHEMA_VERSION_KEY)
             .expect("version key");
-        assert_eq!(version.value.as_deref(), Some("3"));
+        assert_eq!(version.value.as_deref(), Some("4"));
 
         for group in metadata.row_groups() {
             for column in group.columns() {

@@ -77,6 +77,8 @@ fn row_json(r: &TurnRow) -> Value {
     // Version 3's columns: a second literal, past what one `json!` expands.
     row["input_tokens"] = json!(r.input_tokens);
     row["output_tokens"] = json!(r.output_tokens);
+    row["information_gain_source"] = json!(r.information_gain_source);
+    row["progress_source"] = json!(r.progress_source);
     row
 }
 
