@@ -320,6 +320,7 @@ pub async fn start(
         stores.queue.clone(),
         agentrl_learning::Outlets::of(&stores),
         pseudonyms,
+        provider.clone(),
     );
     let worker = consume(
         worker,

@@ -21,3 +21,4 @@ mod rewards;
 mod serving;
 mod traces;
 mod training;
+mod turn_judges;

@@ -27,6 +27,7 @@ pub fn worker(stores: &Stores) -> QueueWorker {
         stores.queue.clone(),
         agentrl_learning::Outlets::of(stores),
         pseudonyms(),
+        Arc::new(agentrl_rewards::Provider::new(None, None)),
     )
 }
 

@@ -190,6 +190,7 @@ pub async fn failed_write_leaves_the_messages_for_a_retry(
         broken,
         stores.queue.clone(),
         pseudonyms(),
+        std::sync::Arc::new(agentrl_rewards::Provider::new(None, None)),
     );
     let first = receive_all(stores, 2, 1).await;
     let mut retry = failing.process(&first).await;

@@ -59,6 +59,7 @@ async fn main() {
         stores.objects.clone(),
         stores.queue.clone(),
         pseudonyms,
+        Arc::new(agentrl_judges::Provider::new(None, None)),
     );
     let options = DrainOptions {
         max_messages: 1_000,

@@ -1,4 +1,5 @@
-//! Per-tenant ingest settings: turn-reward weights and differential privacy.
+//! Per-tenant ingest settings: turn-reward weights, judged turn rewards and differential
+//! privacy.
 
 use agentrl_core::{FieldError, privacy::DpConfig, trajectory::TurnRewardWeights};
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,10 @@ pub(crate) const CONFIG_NAME: &str = "trajectories";
 pub struct IngestConfig {
     /// Weights of the turn-level reward (information gain, format, progress).
     pub rewards: TurnRewardWeights,
+    /// Have the critic model of the tenant's judges (`PUT /v1/config/judges`) score each
+    /// assistant turn's information gain and task progress, in place of the heuristic's; a
+    /// judge that abstains leaves the heuristic's value, marked. Off by default.
+    pub judge_turn_rewards: bool,
     /// Laplace noise on episode rewards, with the tenant's ε budget; off when absent or null.
     pub differential_privacy: Option<DpConfig>,
 }

@@ -1,5 +1,6 @@
 //! Trajectory ingest. `POST /v1/trajectories` validates a trajectory and enqueues it (202);
-//! the queue worker turns batches of them into turn rows — rewarded per turn, anonymised,
+//! the queue worker turns batches of them into turn rows — rewarded per turn (by rules, or in
+//! part by the tenant's critic model: `judged`), anonymised,
 //! optionally with differentially private episode rewards — and writes one Parquet object per
 //! (tenant, date) of the batch under `trajectories/tenant=…/date=…/`.
 //!
@@ -7,6 +8,7 @@
 //! `agentrl serve` over the embedded queue.
 
 mod config;
+mod judged;
 mod ledger;
 mod paths;
 mod routes;
@@ -86,7 +88,7 @@ pub fn service(state: TrajectoryState) -> Service {
     let configs = ConfigApi {
         path: "/v1/config/trajectories",
         tag: "trajectories",
-        what: "ingest settings: turn-reward weights and differential privacy",
+        what: "ingest settings: turn-reward weights, turn rewards judged by the critic model, and differential privacy",
         parse: |config: IngestConfig| {
             config.validate()?;
             Ok(config)

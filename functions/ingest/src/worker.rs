@@ -5,8 +5,15 @@
 //! acknowledged), the dead-letter queue with the reason (malformed or invalid: retrying cannot
 //! help), or back on the queue for a retry (a store failed). A redelivered batch rewrites the
 //! same objects, because object names come from the message ids.
+//!
+//! A batch's messages are prepared concurrently: with judged turn rewards on, a trajectory
+//! waits on its judges, and [`JUDGING_BUDGET`] bounds the whole batch's judging.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use agentrl_core::{
     TenantId,
@@ -15,6 +22,7 @@ use agentrl_core::{
     trajectory::{SourcedReward, turn_rewards},
 };
 use agentrl_http::sqs::Consumer;
+use agentrl_judges::{Judges, Provider};
 use agentrl_store::{
     StoreError, claims,
     ports::{Message, Objects, Queue, Table},
@@ -26,10 +34,16 @@ use anyhow::Context;
 use crate::{
     Envelope,
     config::{CONFIG_NAME, IngestConfig},
+    judged::judge_turns,
     ledger,
     paths::object_path,
     rows::{Provenance, rows},
 };
+
+/// How long a batch's judges may take, from its start: the ingest Lambda runs for at most 60 s
+/// and still has to encode and write the batch. A judgment not started by then abstains, and
+/// its turn keeps the heuristic's value, marked.
+pub const JUDGING_BUDGET: Duration = Duration::from_secs(30);
 
 /// Why a message was not turned into rows.
 enum Failure {
@@ -62,19 +76,23 @@ pub struct Ingest {
     configs: TenantConfig<IngestConfig>,
     scrubber: Arc<Scrubber>,
     pseudonyms: Arc<Pseudonymizer>,
+    judges: Judges,
 }
 
 impl Ingest {
     /// A worker reading tenant settings from `table`, writing to `objects`, dead-lettering
-    /// through `queue` (the queue the messages came from).
+    /// through `queue` (the queue the messages came from), and asking `provider` for the
+    /// judged turn rewards of the tenants that turn them on.
     pub fn new(
         table: Arc<dyn Table>,
         objects: Arc<dyn Objects>,
         queue: Arc<dyn Queue>,
         pseudonyms: Arc<Pseudonymizer>,
+        provider: Arc<Provider>,
     ) -> Self {
         Self {
             configs: TenantConfig::new(table.clone(), CONFIG_NAME),
+            judges: Judges::new(table.clone(), provider),
             table,
             objects,
             queue,
@@ -92,8 +110,12 @@ impl Ingest {
         let mut retry = Vec::new();
         let mut dead = Vec::new();
         let mut partitions: BTreeMap<(String, String), Vec<Prepared>> = BTreeMap::new();
-        for message in messages {
-            match self.prepare(message).await {
+        let deadline = Instant::now() + JUDGING_BUDGET;
+        let messages: Vec<&Message> = messages.into_iter().collect();
+        let prepared =
+            futures::future::join_all(messages.iter().map(|m| self.prepare(m, deadline))).await;
+        for (message, result) in messages.into_iter().zip(prepared) {
+            match result {
                 Ok(p) => partitions
                     .entry((p.tenant.clone(), p.date.clone()))
                     .or_default()
@@ -130,7 +152,7 @@ impl Ingest {
         retry
     }
 
-    async fn prepare(&self, message: &Message) -> Result<Prepared, Failure> {
+    async fn prepare(&self, message: &Message, deadline: Instant) -> Result<Prepared, Failure> {
         let body = claims::open(self.objects.as_ref(), &message.body)
             .await
             .map_err(|e| match e {
@@ -149,7 +171,7 @@ impl Ingest {
         let config = self.configs.get(&tenant).await?;
         // Rewards see the raw text (the safety rule looks for leaked secrets); nothing raw
         // is written.
-        let rewards =
+        let mut rewards =
             SourcedReward::heuristic(&t, turn_rewards(&t, &config.rewards, &self.scrubber));
         let episode = t.final_outcome.as_ref().and_then(|o| o.reward);
         let (episode_reward, dp_epsilon) = match (episode, &config.differential_privacy) {
@@ -167,6 +189,17 @@ impl Ingest {
             (reward, _) => (reward, None),
         };
         let anonymized = anonymize(&mut t, &self.scrubber, &self.pseudonyms);
+        if config.judge_turn_rewards {
+            judge_turns(
+                &self.judges,
+                &tenant,
+                &t,
+                &mut rewards,
+                &config.rewards,
+                deadline,
+            )
+            .await?;
+        }
         let provenance = Provenance {
             message_id: &message.id,
             received_at_ms: envelope.received_at_ms,

@@ -105,6 +105,7 @@ async fn the_sqs_fixture_writes_rows_and_dead_letters_the_poison() {
         stores.objects.clone(),
         stores.queue.clone(),
         pseudonyms,
+        Arc::new(agentrl_judges::Provider::new(None, None)),
     );
     let event = serde_json::from_value(fixture("sqs-batch.json")).unwrap();
     let decoded = agentrl_http::sqs::messages(event);

@@ -30,8 +30,8 @@ use sha2::{Digest, Sha256};
 
 pub use client::Provider;
 use client::{Call, Spent};
-pub use repo::ModelUsage;
 use repo::{JudgeRepo, UsageRecord};
+pub use repo::{ModelUsage, UsageTotals};
 
 /// How often a worker waiting on another's claim looks for the judgment.
 const CLAIM_POLL: Duration = Duration::from_millis(200);
@@ -88,16 +88,11 @@ impl Judges {
         self.repo.config(t).await
     }
 
-    /// Usage by model over `[from, to)`.
+    /// Usage by model and by purpose over `[from, to)`.
     ///
     /// # Errors
     /// When the table fails.
-    pub async fn usage(
-        &self,
-        t: &TenantId,
-        from: u64,
-        to: u64,
-    ) -> Result<std::collections::BTreeMap<String, ModelUsage>, StoreError> {
+    pub async fn usage(&self, t: &TenantId, from: u64, to: u64) -> Result<UsageTotals, StoreError> {
         self.repo.usage(t, from, to).await
     }
 

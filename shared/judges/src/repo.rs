@@ -11,7 +11,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use agentrl_core::{
     TenantId,
-    judge::{JudgeConfig, Judgment, Usage},
+    judge::{JudgeConfig, Judgment, Purpose, Usage},
 };
 use agentrl_store::{
     StoreError,
@@ -79,6 +79,16 @@ impl ModelUsage {
             (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
         };
     }
+}
+
+/// Usage over a window, by model and by purpose.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageTotals {
+    /// By model.
+    pub models: BTreeMap<String, ModelUsage>,
+    /// By what the judgments were for ([`Purpose`]'s wire names), found from each record's
+    /// rubric name; `unknown` for a rubric this build does not have.
+    pub purposes: BTreeMap<String, ModelUsage>,
 }
 
 /// Typed access to the judge items of the table.
@@ -193,14 +203,14 @@ impl JudgeRepo {
             .map(drop)
     }
 
-    /// Usage by model over `[from, to)` (epoch ms).
+    /// Usage by model and by purpose over `[from, to)` (epoch ms).
     pub(crate) async fn usage(
         &self,
         t: &TenantId,
         from: u64,
         to: u64,
-    ) -> Result<BTreeMap<String, ModelUsage>, StoreError> {
-        let mut totals: BTreeMap<String, ModelUsage> = BTreeMap::new();
+    ) -> Result<UsageTotals, StoreError> {
+        let mut totals = UsageTotals::default();
         let mut query = Query {
             pk: usage_pk(t),
             // Sort keys are `MS#UUID` with MS zero-padded to u64's 20 digits, so any bound
@@ -221,10 +231,18 @@ impl JudgeRepo {
             let page = self.table.query(&query).await?;
             for item in page.items {
                 let (r, _): (UsageRecord, _) = item.decode()?;
+                let usage = ModelUsage::of(&r);
                 totals
+                    .models
                     .entry(r.model.clone())
                     .or_default()
-                    .add(&ModelUsage::of(&r));
+                    .add(&usage);
+                let purpose = Purpose::of_rubric(&r.kind).map_or("unknown", Purpose::as_str);
+                totals
+                    .purposes
+                    .entry(purpose.to_owned())
+                    .or_default()
+                    .add(&usage);
             }
             match page.next {
                 Some(next) => query.cursor = Some(next),

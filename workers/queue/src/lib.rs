@@ -10,6 +10,7 @@ use std::sync::Arc;
 use agentrl_core::privacy::Pseudonymizer;
 use agentrl_http::sqs::Consumer;
 use agentrl_ingest::Ingest;
+use agentrl_judges::Provider;
 use agentrl_learning::{Learner, Outlets, is_event_message};
 use agentrl_store::ports::{Message, Objects, Queue, Table};
 
@@ -22,16 +23,18 @@ pub struct QueueWorker {
 
 impl QueueWorker {
     /// Workers over `table` and `objects`, dead-lettering through `queue` (the queue the
-    /// messages come from); what learning events change is announced on `outlets`.
+    /// messages come from); what learning events change is announced on `outlets`; judged
+    /// turn rewards ask `provider`.
     pub fn new(
         table: Arc<dyn Table>,
         objects: Arc<dyn Objects>,
         queue: Arc<dyn Queue>,
         outlets: Outlets,
         pseudonyms: Arc<Pseudonymizer>,
+        provider: Arc<Provider>,
     ) -> Self {
         Self {
-            ingest: Ingest::new(table.clone(), objects, queue.clone(), pseudonyms),
+            ingest: Ingest::new(table.clone(), objects, queue.clone(), pseudonyms, provider),
             learner: Learner::new(table, queue, outlets),
         }
     }

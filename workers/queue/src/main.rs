@@ -2,6 +2,7 @@
 
 use agentrl_http::lambda::pseudonyms_from_env;
 use agentrl_http::sqs::{self, Consumer};
+use agentrl_judges::Provider;
 use agentrl_queue_worker::QueueWorker;
 use agentrl_store::Stores;
 
@@ -14,6 +15,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         stores.queue.clone(),
         agentrl_learning::Outlets::of(&stores),
         pseudonyms_from_env()?,
+        std::sync::Arc::new(Provider::from_env()),
     );
     sqs::run(|messages| {
         let worker = worker.clone();

@@ -24,6 +24,7 @@ async fn drain_once(stores: &Stores) -> usize {
         stores.queue.clone(),
         agentrl_learning::Outlets::of(stores),
         Arc::new(Pseudonymizer::new(b"a test secret of enough bytes").unwrap()),
+        Arc::new(agentrl_judges::Provider::new(None, None)),
     );
     let options = DrainOptions {
         max_messages: 10,

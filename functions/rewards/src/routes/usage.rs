@@ -30,11 +30,15 @@ pub(crate) struct UsageReport {
     pub to: Option<u64>,
     /// By model.
     pub models: BTreeMap<String, ModelUsage>,
+    /// By purpose: `evaluations` (the judges of `POST /v1/evaluations`), `gates` (critic
+    /// gates), `turn_rewards` (turn rewards judged at ingest, `judge_turn_rewards` in
+    /// `PUT /v1/config/trajectories`); only purposes with judgments in the window appear.
+    pub purposes: BTreeMap<String, ModelUsage>,
     /// All models together.
     pub total: ModelUsage,
 }
 
-/// Tokens, provider calls and cost of the tenant's judges, by model.
+/// Tokens, provider calls and cost of the tenant's judges, by model and by purpose.
 ///
 /// Costs are computed when each judgment is made, at the tenant's `prices` of that time
 /// (`PUT /v1/config/judges`); judgments of unpriced models are counted apart.
@@ -53,15 +57,16 @@ pub(crate) async fn usage(
     Query(params): Query<UsageParams>,
 ) -> Result<Json<UsageReport>, ApiError> {
     let (from, to) = window(params.from.as_deref(), params.to.as_deref(), 0)?;
-    let models = state.judges.usage(&tenant, from, to).await?;
+    let usage = state.judges.usage(&tenant, from, to).await?;
     let mut total = ModelUsage::default();
-    for m in models.values() {
+    for m in usage.models.values() {
         total.add(m);
     }
     Ok(Json(UsageReport {
         from,
         to: agentrl_http::query::shown_end(to),
-        models,
+        models: usage.models,
+        purposes: usage.purposes,
         total,
     }))
 }
