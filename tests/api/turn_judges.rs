@@ -2,14 +2,15 @@
 //! OpenAI-compatible server on 127.0.0.1 as the provider: a trajectory posted to the API is
 //! judged by the ingest worker (information gain answered, task progress abstaining), its
 //! rows carry the judged values and their sources, the cost is reported under its purpose, a
-//! second delivery of the same turns is served from the cache; off by default, nothing is asked.
+//! second delivery of the same turns is served from the cache (on SQLite and on DynamoDB/SQS/S3
+//! over moto); off by default, nothing is asked.
 
 use agentrl_testkit::chat::{ChatServer, Scripted};
 use serde_json::{Value, json};
 
 use crate::{
     gateway::rows_where,
-    helpers::{Stack, spawn_stack},
+    helpers::{Stack, spawn_aws_stack, spawn_stack},
 };
 
 /// A provider that scores every turn's information gain 10 and never gives a valid task
@@ -71,8 +72,22 @@ async fn rows_of(s: &Stack, id: &str) -> Vec<agentrl_turns::TurnRow> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn judged_turn_rewards_replace_the_heuristic_and_are_counted_under_their_purpose() {
-    let s = spawn_stack().await;
+async fn judged_turn_rewards_on_sqlite() {
+    judged_turn_rewards_replace_the_heuristic_and_are_counted_under_their_purpose(
+        spawn_stack().await,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn judged_turn_rewards_on_dynamodb() {
+    judged_turn_rewards_replace_the_heuristic_and_are_counted_under_their_purpose(
+        spawn_aws_stack().await,
+    )
+    .await;
+}
+
+async fn judged_turn_rewards_replace_the_heuristic_and_are_counted_under_their_purpose(s: Stack) {
     let provider = provider().await;
     put(
         &s,
