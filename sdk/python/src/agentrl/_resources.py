@@ -334,7 +334,8 @@ class Config:
 
     def get_trajectories(self) -> m.IngestConfig:
         """
-        Read the tenant's ingest settings: turn-reward weights and differential privacy
+        Read the tenant's ingest settings: turn-reward weights, turn rewards judged by the critic
+        model, and differential privacy
 
         `GET /v1/config/trajectories`.
         """
@@ -413,7 +414,8 @@ class Config:
 
     def put_trajectories(self, body: m.IngestConfig, *, idempotency_key: str | None = None) -> m.IngestConfig:
         """
-        Replace the tenant's ingest settings: turn-reward weights and differential privacy
+        Replace the tenant's ingest settings: turn-reward weights, turn rewards judged by the critic
+        model, and differential privacy
 
         `PUT /v1/config/trajectories`.
         """
@@ -551,7 +553,7 @@ class Judges:
 
     def usage(self, *, from_: int | None = None, to: int | None = None) -> m.UsageReport:
         """
-        Tokens, provider calls and cost of the tenant's judges, by model.
+        Tokens, provider calls and cost of the tenant's judges, by model and by purpose.
 
         `GET /v1/judges/usage`.
         """
@@ -1029,7 +1031,8 @@ class AsyncConfig:
 
     async def get_trajectories(self) -> m.IngestConfig:
         """
-        Read the tenant's ingest settings: turn-reward weights and differential privacy
+        Read the tenant's ingest settings: turn-reward weights, turn rewards judged by the critic
+        model, and differential privacy
 
         `GET /v1/config/trajectories`.
         """
@@ -1108,7 +1111,8 @@ class AsyncConfig:
 
     async def put_trajectories(self, body: m.IngestConfig, *, idempotency_key: str | None = None) -> m.IngestConfig:
         """
-        Replace the tenant's ingest settings: turn-reward weights and differential privacy
+        Replace the tenant's ingest settings: turn-reward weights, turn rewards judged by the critic
+        model, and differential privacy
 
         `PUT /v1/config/trajectories`.
         """
@@ -1246,7 +1250,7 @@ class AsyncJudges:
 
     async def usage(self, *, from_: int | None = None, to: int | None = None) -> m.UsageReport:
         """
-        Tokens, provider calls and cost of the tenant's judges, by model.
+        Tokens, provider calls and cost of the tenant's judges, by model and by purpose.
 
         `GET /v1/judges/usage`.
         """

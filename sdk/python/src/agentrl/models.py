@@ -1218,6 +1218,10 @@ class IngestConfig(TypedDict):
     """
 
     differential_privacy: NotRequired[DpConfig | None]
+    #: Have the critic model of the tenant's judges (`PUT /v1/config/judges`) score each assistant
+    #: turn's information gain and task progress, in place of the heuristic's; a judge that
+    #: abstains leaves the heuristic's value, marked. Off by default.
+    judge_turn_rewards: NotRequired[bool]
     rewards: NotRequired[TurnRewardWeights]
 
 
@@ -1513,11 +1517,13 @@ class ModelUsage(TypedDict):
 
     #: Provider calls (retries and repairs included).
     calls: int
+    #: Completion tokens the provider reported.
     completion_tokens: int
     #: Sum of the priced judgments' costs; null when none was priced.
     cost: NotRequired[float | None]
     #: Judgments that reached the provider (answered or not).
     judgments: int
+    #: Prompt tokens the provider reported.
     prompt_tokens: int
     #: Judgments recorded without a price for the model.
     unpriced_judgments: int
@@ -2403,6 +2409,7 @@ UsageReport = TypedDict(
     {
         "from": int,
         "models": "dict[str, ModelUsage]",
+        "purposes": "dict[str, ModelUsage]",
         "to": NotRequired[int | None],
         "total": "ModelUsage",
     },
