@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README and CI run it:
-#   formatting, clippy (warnings are errors), the SAM template checks (cfn-lint, sam validate,
+#   formatting, the dependency audit (cargo-audit against the vendored RustSec snapshot),
+#   clippy (warnings are errors), the SAM template checks (cfn-lint, sam validate,
 #   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), the
 #   Python SDK's tests (pytest against `agentrl serve`, with the real OpenAI, Agents SDK,
 #   LangGraph and OpenTelemetry packages), the trainer's `cuda` build checked with nvcc from
@@ -38,6 +39,9 @@ echo "moto at $AGENTRL_MOTO_ENDPOINT" >&2
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "dependency audit: Cargo.lock against the RustSec advisory database (infra/advisory-db)"
+infra/scripts/audit.sh
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
