@@ -1,6 +1,6 @@
 //! One turn row per turn of an anonymised trajectory.
 
-use agentrl_core::trajectory::{ComponentSource, Role, SourcedReward, ToolSpec, Trajectory};
+use agentrl_core::trajectory::{ComponentSource, SourcedReward, ToolSpec, Trajectory};
 use agentrl_turns::{RowToolCall, TurnRow};
 use serde_json::json;
 
@@ -14,15 +14,6 @@ pub(crate) struct Provenance<'a> {
     pub episode_reward: Option<f64>,
     /// The ε of that noise, when there was any.
     pub dp_epsilon: Option<f64>,
-}
-
-fn role(r: Role) -> &'static str {
-    match r {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
 }
 
 /// Token ids are validated below 2^31, so the int32 columns hold them exactly.
@@ -87,7 +78,7 @@ pub(crate) fn rows(t: &Trajectory, rewards: &[SourcedReward], p: &Provenance<'_>
                 user_id: t.user_id.clone(),
                 group_id: t.group_id.clone(),
                 policy_version: t.policy_version.clone(),
-                role: role(turn.role).to_owned(),
+                role: turn.role.as_str().to_owned(),
                 content: turn.content.clone(),
                 tool_name: calls.first().map(|c| c.name.clone()),
                 tool_arguments: calls.first().map(|c| c.arguments.clone()),

@@ -65,18 +65,9 @@ pub fn turn_subjects(t: &Trajectory) -> Vec<TurnSubject> {
                 output: text.clone(),
             });
         }
-        conversation.push_str(&format!("[{}]\n{text}\n\n", role(turn.role)));
+        conversation.push_str(&format!("[{}]\n{text}\n\n", turn.role.as_str()));
     }
     out
-}
-
-fn role(r: Role) -> &'static str {
-    match r {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
 }
 
 /// `text` if it has at most [`MAX_CONTEXT_CHARS`] characters; else its head and its tail

@@ -92,6 +92,19 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// The role's name, as it is serialised and stored in the turn table.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+}
+
 /// One turn of a trajectory.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
