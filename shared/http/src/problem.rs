@@ -159,13 +159,17 @@ impl From<FieldError> for ApiError {
     }
 }
 
+/// A store refusal (a transaction past the store's write limit, an item past its size, a key
+/// it cannot hold) is the server's failure, logged with its reason: the request was validated
+/// before it reached the store. The two refusals a client causes are mapped where they
+/// happen: [`ApiError::from_enqueue`] and [`ApiError::from_page_query`].
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::ConditionFailed { .. } | StoreError::Conflict => {
                 Self::conflict("a concurrent request changed the resource; retry")
             }
-            StoreError::Invalid(reason) => Self::new(StatusCode::BAD_REQUEST, reason),
+            StoreError::Invalid(_) => Self::internal(&err),
             StoreError::Backend(e) => Self::internal(e.as_ref()),
         }
     }
@@ -187,6 +191,26 @@ mod tests {
         assert_eq!(
             r.headers()[header::CONTENT_TYPE],
             "application/problem+json"
+        );
+    }
+
+    #[test]
+    fn a_store_refusal_is_the_servers_unless_the_client_caused_it() {
+        let refusal = || StoreError::Invalid("transaction of 101 writes (at most 100)".into());
+        let stored = ApiError::from(refusal());
+        assert_eq!(stored.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            !stored.problem().detail.contains("101"),
+            "the reason is logged, not told"
+        );
+        assert_eq!(
+            ApiError::from_enqueue(refusal()).status,
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        let page = ApiError::from_page_query(refusal());
+        assert_eq!(
+            (page.status, page.field.as_deref()),
+            (StatusCode::BAD_REQUEST, Some("cursor"))
         );
     }
 }
