@@ -18,9 +18,10 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
+use agentrl_store::clock::now_ms_i64;
 use serde_json::{Value, json};
 use support::{KEY, arg};
 
@@ -343,16 +344,6 @@ impl Client {
     }
 }
 
-fn now_ms() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
 fn agent(n: u64) -> String {
     format!("agent-{}", n % AGENTS)
 }
@@ -606,7 +597,7 @@ async fn trajectory(c: &mut Client, n: u64) -> Option<()> {
 
 /// A reply, its feedback, an action and a session end, as one batch.
 async fn events(c: &mut Client, n: u64) -> Option<()> {
-    let (a, u, m, at) = (agent(n), user(n), format!("message-{n}"), now_ms());
+    let (a, u, m, at) = (agent(n), user(n), format!("message-{n}"), now_ms_i64());
     let value = [0.8, 0.4, -0.2, 0.6][(n % 4) as usize];
     let body = json!([
         {"event_id": format!("reply-{n}"), "type": "ai.message.reply", "agent_id": a,
@@ -987,7 +978,7 @@ async fn seed(c: &mut Client) -> Option<()> {
     let body = json!({"dataset": {"min_positive": 1_000_000_000_u64}});
     c.send(Family::Config, "PUT /v1/config/learning", 200, &body)
         .await?;
-    let at = now_ms();
+    let at = now_ms_i64();
     for k in 0..AGENTS {
         let a = format!("agent-{k}");
         let body = json!({"agent_id": a, "name": format!("Agent {k}"), "type": "coding",

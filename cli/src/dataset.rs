@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use agentrl_core::dataset::Rules;
-use agentrl_store::{Stores, retry::now_ms};
+use agentrl_store::{Stores, clock::now_ms_i64};
 use anyhow::Context;
 
 /// Arguments of `agentrl dataset build`.
@@ -42,7 +42,7 @@ pub async fn run(args: &BuildArgs) -> anyhow::Result<()> {
         args.data_dir.display()
     );
     let stores = Stores::embedded(&args.data_dir)?;
-    let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+    let now = now_ms_i64();
     let manifests = agentrl_dataset::build(
         stores.objects.as_ref(),
         stores.events.as_ref(),

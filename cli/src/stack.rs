@@ -362,13 +362,13 @@ pub async fn start(
                     if let Err(e) = stores.sweep_expired().await {
                         tracing::warn!(error = %format!("{e:#}"), "expiry sweep failed");
                     }
-                    match gateway.end_idle_sessions(agentrl_store::retry::now_ms()).await {
+                    match gateway.end_idle_sessions(agentrl_store::clock::now_ms()).await {
                         Ok(run) if run.ended + run.closed_empty + run.failed > 0 => tracing::info!(?run, "idle gateway sessions swept"),
                         Ok(_) => {}
                         Err(e) => tracing::warn!(error = %e, "the idle-session sweep could not read the open list"),
                     }
                 }
-                _ = quiet.tick() => match conversations.sweep(agentrl_store::retry::now_ms()).await {
+                _ = quiet.tick() => match conversations.sweep(agentrl_store::clock::now_ms()).await {
                     Ok(run) if run.ingested + run.joined + run.failed > 0 => tracing::info!(?run, "traced conversations swept"),
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "the trace sweep could not read the open list"),

@@ -522,7 +522,7 @@ async fn idle_sessions_end_into_trajectories_after_their_tenants_timeout() {
         s.stores.queue.clone(),
         agentrl_gateway::Upstream::new(None, None),
     );
-    let now = agentrl_store::retry::now_ms();
+    let now = agentrl_store::clock::now_ms();
     let early = gateway.end_idle_sessions(now + 30_000).await.unwrap();
     assert_eq!((early.visited, early.ended, early.closed_empty), (3, 0, 0));
     let swept = gateway.end_idle_sessions(now + 61_000).await.unwrap();

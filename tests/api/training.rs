@@ -478,7 +478,7 @@ async fn a_dataset_request_from_learning_starts_a_run() {
         "policy": {"update_threshold": 1000}});
     let (status, _) = s.a("PUT", "/v1/config/learning", Some(&thresholds)).await;
     assert_eq!(status, 200);
-    let now = i64::try_from(agentrl_store::retry::now_ms()).unwrap();
+    let now = agentrl_store::clock::now_ms_i64();
     let events = json!([
         {"event_id": "r-1", "type": "ai.message.reply", "agent_id": "coder-7", "user_id": "alice",
          "occurred_at_ms": now - 2_000, "message_id": "m-1", "traits": {"verbosity": 0.6}},

@@ -344,7 +344,7 @@ async fn drain_requests(stores: &Stores, expected: usize) -> usize {
 pub async fn requested_datasets_take_the_named_agents_on_the_learning_counts(stores: &Stores) {
     ingest_sample(stores).await;
     // A second agent of tenant-a, with rewards far below the default rules' thresholds.
-    let now = i64::try_from(agentrl_store::retry::now_ms()).unwrap();
+    let now = agentrl_store::clock::now_ms_i64();
     let second: Vec<String> = (0..4)
         .map(|i| {
             let mut t = distinct(&format!("r-{i}"), 200 + i, None, 0.2);
@@ -421,7 +421,7 @@ pub async fn requested_datasets_take_the_named_agents_on_the_learning_counts(sto
 /// run as the binary runs it, builds the same dataset the Lambda would have.
 pub async fn large_tables_are_built_by_a_batch_job() {
     let (stores, settings, _) = agentrl_tests::aws_stores_on().await;
-    let now = i64::try_from(agentrl_store::retry::now_ms()).unwrap();
+    let now = agentrl_store::clock::now_ms_i64();
     let bodies: Vec<String> = (0..3)
         .map(|i| {
             envelope(

@@ -9,7 +9,7 @@
 use std::{path::Path, time::Duration};
 
 use agentrl_core::dataset::Rules;
-use agentrl_store::{Stores, retry::now_ms};
+use agentrl_store::{Stores, clock::now_ms_i64};
 use anyhow::{Context, ensure};
 use serde_json::{Value, json};
 
@@ -81,7 +81,7 @@ pub(super) async fn close_the_loop(
         near_duplicate_jaccard: 1.0,
         ..Rules::default()
     };
-    let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+    let now = now_ms_i64();
     let manifests = agentrl_dataset::build(
         stores.objects.as_ref(),
         stores.events.as_ref(),

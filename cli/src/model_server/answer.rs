@@ -33,7 +33,7 @@ impl Meta {
     pub fn new(model: String) -> Self {
         Self {
             id: format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),
-            created: agentrl_store::retry::now_ms() / 1000,
+            created: agentrl_store::clock::now_ms() / 1000,
             model,
         }
     }

@@ -9,7 +9,7 @@ use agentrl_core::{
     FieldError, TenantId,
     attribution::{AgentAggregate, Contribution, ContributionTracker, RankBy, RecordError, Window},
 };
-use agentrl_store::{StoreError, retry::now_ms};
+use agentrl_store::{StoreError, clock::now_ms};
 
 use crate::{
     compute::{AttributionRecord, Job},

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use agentrl_core::TenantId;
 use agentrl_diff::{InputError, Lang, Report, Request};
 use agentrl_store::StoreError;
-use agentrl_store::retry::now_ms;
+use agentrl_store::clock::now_ms;
 
 use crate::DiffState;
 

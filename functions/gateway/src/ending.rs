@@ -3,13 +3,13 @@
 //! the ingest path, and it is marked ended with their ids and taken off the open list.
 
 use agentrl_core::TenantId;
-use agentrl_core::envelope::Envelope;
 use agentrl_core::gateway::{SessionEnd, trajectories};
+use agentrl_http::trajectory_queue::enqueue_trajectory;
+use agentrl_store::StoreError;
+use agentrl_store::clock::now_ms;
 use agentrl_store::open_list::SHARDS;
-use agentrl_store::{StoreError, claims};
 
 use crate::GatewayState;
-use crate::routes::now_ms;
 use crate::sessions;
 
 /// Why a session did not end.
@@ -62,22 +62,16 @@ pub(crate) async fn end(
         })?;
     }
     let received_at_ms = now_ms();
-    let stamp = i64::try_from(received_at_ms).unwrap_or(i64::MAX);
     for t in &made {
-        let envelope = Envelope::new(tenant.as_str(), stamp, t.clone());
-        let body = serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
-        // A long session is larger than a queue message: it goes as a claim check.
-        claims::send(
+        enqueue_trajectory(
             state.queue.as_ref(),
             state.objects.as_ref(),
-            &claims::prefix(tenant),
-            &body,
+            &state.kpis,
+            tenant,
+            received_at_ms,
+            t.clone(),
         )
         .await?;
-        state
-            .kpis
-            .record(tenant, received_at_ms, &envelope.counts())
-            .await;
     }
     let ids: Vec<String> = made.into_iter().map(|t| t.trajectory_id).collect();
     sessions::end(table, tenant, agent_id, session, pinned, at, ids.clone()).await?;

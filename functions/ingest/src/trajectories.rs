@@ -4,15 +4,15 @@
 use std::sync::Arc;
 
 use agentrl_core::{FieldError, TenantId, trajectory::Trajectory};
-use agentrl_http::kpis::KpiLedger;
+use agentrl_http::{kpis::KpiLedger, trajectory_queue::enqueue_trajectory};
 use agentrl_store::{
-    StoreError, claims,
+    StoreError,
+    clock::now_ms,
     ports::{Objects, Queue, Table},
-    retry::now_ms,
     tenant_config::TenantConfig,
 };
 
-use crate::{Envelope, IngestConfig, ledger};
+use crate::{IngestConfig, ledger};
 
 /// Why a trajectory was not enqueued.
 #[derive(Debug, thiserror::Error)]
@@ -41,22 +41,15 @@ pub(crate) async fn submit(
     trajectory: Trajectory,
 ) -> Result<String, SubmitError> {
     trajectory.validate()?;
-    let received_at_ms = now_ms();
-    let envelope = Envelope::new(
-        tenant.as_str(),
-        i64::try_from(received_at_ms).unwrap_or(i64::MAX),
-        trajectory,
-    );
-    let counts = envelope.counts();
-    let body = serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
-    let id = claims::send(
+    let id = enqueue_trajectory(
         queue.as_ref(),
         objects.as_ref(),
-        &claims::prefix(tenant),
-        &body,
+        kpis,
+        tenant,
+        now_ms(),
+        trajectory,
     )
     .await?;
-    kpis.record(tenant, received_at_ms, &counts).await;
     Ok(id)
 }
 

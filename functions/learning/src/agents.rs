@@ -8,7 +8,7 @@ use agentrl_core::{
     TenantId,
     learning::{AgentProjection, AgentSettings, Event, Relationship, ReplyLedger},
 };
-use agentrl_store::{StoreError, ports::Queue, retry::now_ms};
+use agentrl_store::{StoreError, clock::now_ms_i64, ports::Queue};
 
 use crate::{
     EventEnvelope,
@@ -79,7 +79,7 @@ pub(crate) async fn read(
     }
     let config = repo.config(tenant).await?;
     let mut projection = doc.projection;
-    projection.prune(i64::try_from(now_ms()).unwrap_or(i64::MAX), &config);
+    projection.prune(now_ms_i64(), &config);
     Ok(AgentLearning {
         projection,
         settings: doc.settings,

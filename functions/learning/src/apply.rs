@@ -17,8 +17,9 @@ use agentrl_core::{
 };
 use agentrl_store::{
     StoreError,
+    clock::now_ms,
     ports::{Condition, Key, Put, Write, encode},
-    retry::{now_ms, optimistic},
+    retry::optimistic,
 };
 
 use crate::repo::{

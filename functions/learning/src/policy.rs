@@ -12,10 +12,7 @@ use agentrl_core::{
     TenantId,
     learning::{AgentProjection, LearningConfig, Plan, dataset_due, plan},
 };
-use agentrl_store::{
-    StoreError,
-    retry::{now_ms, optimistic},
-};
+use agentrl_store::{StoreError, clock::now_ms_i64, retry::optimistic};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -205,7 +202,7 @@ impl Policy {
         let config = self.repo.config(t).await?;
         let config = &config;
         let planned = optimistic::<_, StoreError, _>(move || async move {
-            let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+            let now = now_ms_i64();
             let (mut doc, Some(version)) = self.repo.agent(t, agent).await? else {
                 return Ok(None);
             };

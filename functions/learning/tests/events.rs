@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agentrl_http::{AppOptions, Metrics, app};
 use agentrl_learning::{Learner, LearningState, Outlets, service};
-use agentrl_store::{Stores, ports::Message};
+use agentrl_store::{Stores, clock::now_ms_i64, ports::Message};
 use agentrl_testkit::with_body;
 use axum::Router;
 use serde_json::{Value, json};
@@ -185,15 +185,12 @@ async fn the_sqs_fixture_applies_each_event_once_and_dead_letters_the_poison() {
 
 const DAY_MS: i64 = 86_400_000;
 
-fn now_ms() -> i64 {
-    i64::try_from(agentrl_store::retry::now_ms()).unwrap()
-}
-
 fn message(id: &str, event: Value) -> Message {
     Message {
         id: id.to_owned(),
         receipt: format!("receipt-{id}"),
-        body: json!({"tenant": "tenant-a", "received_at_ms": now_ms(), "event": event}).to_string(),
+        body: json!({"tenant": "tenant-a", "received_at_ms": now_ms_i64(), "event": event})
+            .to_string(),
         receive_count: 1,
     }
 }
@@ -252,7 +249,7 @@ async fn the_policy_loop_shadows_applies_freezes_and_requests_datasets() {
         "dataset": {"min_positive": 3, "min_high_quality": 2}});
     let (status, _) = call(&app, &with_body(fixture("put-config.json"), &config)).await;
     assert_eq!(status, 200);
-    let now = now_ms();
+    let now = now_ms_i64();
     let batch: Vec<Message> = (0..3)
         .flat_map(|n| rated_reply("tuned", n, 0.9, 0.9, now - 60_000 + n as i64))
         .collect();
@@ -377,7 +374,7 @@ async fn the_threshold_and_the_schedule_run_the_update() {
     let app = lambda_app(&stores);
     let config = json!({"policy": {"update_threshold": 2}});
     call(&app, &with_body(fixture("put-config.json"), &config)).await;
-    let now = now_ms();
+    let now = now_ms_i64();
     // Two rated replies cross the threshold inside the worker.
     let batch: Vec<Message> = (0..2)
         .flat_map(|n| rated_reply("eager", n, 0.9, 0.9, now - 1_000 + n as i64))

@@ -10,10 +10,10 @@
 use std::collections::BTreeMap;
 
 use agentrl_core::TenantId;
-use agentrl_core::envelope::Envelope;
 use agentrl_core::traces::{Ended, trajectories};
+use agentrl_http::trajectory_queue::enqueue_trajectory;
+use agentrl_store::StoreError;
 use agentrl_store::open_list::SHARDS;
-use agentrl_store::{StoreError, claims};
 
 use crate::buffer::{self, Group, Pending};
 use crate::{TracesConfig, TracesState};
@@ -177,24 +177,19 @@ impl TracesState {
     ) -> Result<Vec<String>, StoreError> {
         let spans = buffer::spans(self.objects.as_ref(), batches).await?;
         let made = trajectories(group.conversation(), &spans, ended);
-        let received_at_ms = agentrl_store::retry::now_ms();
-        let stamp = i64::try_from(received_at_ms).unwrap_or(i64::MAX);
+        let received_at_ms = agentrl_store::clock::now_ms();
         let mut ids = Vec::with_capacity(made.len());
         for trajectory in made {
             ids.push(trajectory.trajectory_id.clone());
-            let envelope = Envelope::new(t.as_str(), stamp, trajectory);
-            let body =
-                serde_json::to_string(&envelope).map_err(|e| StoreError::Backend(e.into()))?;
-            claims::send(
+            enqueue_trajectory(
                 self.queue.as_ref(),
                 self.objects.as_ref(),
-                &claims::prefix(t),
-                &body,
+                &self.kpis,
+                t,
+                received_at_ms,
+                trajectory,
             )
             .await?;
-            self.kpis
-                .record(t, received_at_ms, &envelope.counts())
-                .await;
         }
         buffer::close(
             self.table.as_ref(),

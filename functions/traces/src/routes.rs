@@ -92,7 +92,7 @@ pub(crate) async fn export(
             state.objects.as_ref(),
             &tenant,
             kept,
-            agentrl_store::retry::now_ms(),
+            agentrl_store::clock::now_ms(),
         )
         .await
     {

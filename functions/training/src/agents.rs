@@ -3,7 +3,8 @@
 use agentrl_core::{FieldError, TenantId};
 use agentrl_store::{
     StoreError,
-    retry::{Contended, now_ms, optimistic},
+    clock::now_ms,
+    retry::{Contended, optimistic},
 };
 use serde_json::Value;
 

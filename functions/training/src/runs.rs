@@ -10,7 +10,8 @@ use agentrl_core::{
 };
 use agentrl_store::{
     StoreError,
-    retry::{Contended, now_ms, optimistic},
+    clock::now_ms,
+    retry::{Contended, optimistic},
 };
 use serde::Deserialize;
 use serde_json::Value;

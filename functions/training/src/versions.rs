@@ -11,7 +11,8 @@ use agentrl_core::{
 };
 use agentrl_store::{
     StoreError,
-    retry::{Contended, now_ms, optimistic},
+    clock::now_ms,
+    retry::{Contended, optimistic},
 };
 
 use crate::{

@@ -151,9 +151,7 @@ impl BatchJob {
             ),
             None => Selection::Rules,
         };
-        let now = self
-            .now_ms
-            .unwrap_or_else(|| i64::try_from(agentrl_store::retry::now_ms()).unwrap_or(i64::MAX));
+        let now = self.now_ms.unwrap_or_else(agentrl_store::clock::now_ms_i64);
         datasets.here(&self.tenant, &selection, now).await
     }
 }

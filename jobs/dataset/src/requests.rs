@@ -115,7 +115,7 @@ impl Consumer for DatasetRequests {
                 }
             }
         }
-        let now = i64::try_from(agentrl_store::retry::now_ms()).unwrap_or(i64::MAX);
+        let now = agentrl_store::clock::now_ms_i64();
         for (tenant, (requests, sources)) in by_tenant {
             let selection = Selection::Requested(requests);
             match self.datasets.tenant(&tenant, &selection, now).await {

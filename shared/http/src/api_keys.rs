@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use agentrl_core::TenantId;
 use agentrl_store::{
     StoreError,
+    clock::now_ms,
     keys::partition,
     ports::{Condition, Item, Key, Put, Query, Table, Write, encode},
-    retry::now_ms,
 };
 use rand::RngCore;
 use serde::{Deserialize, Serialize};

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use agentrl_store::{
     StoreError,
+    clock::now_ms,
     keys::partition,
     ports::{Condition, Key, Put, Table},
-    retry::now_ms,
 };
 use axum::{
     body::{Body, Bytes, to_bytes},

@@ -20,6 +20,7 @@ mod problem;
 pub mod query;
 pub mod sqs;
 pub mod telemetry;
+pub mod trajectory_queue;
 
 pub use app::{AppOptions, Service, app, openapi_document};
 pub use auth::{Auth, Tenant};

@@ -25,7 +25,7 @@ use agentrl_core::{
         repair, reply, rule_score,
     },
 };
-use agentrl_store::{StoreError, ports::Table, retry::now_ms, tenant_config::TenantConfig};
+use agentrl_store::{StoreError, clock::now_ms, ports::Table, tenant_config::TenantConfig};
 use sha2::{Digest, Sha256};
 
 pub use client::Provider;

@@ -10,6 +10,7 @@
 
 pub mod aws;
 pub mod claims;
+pub mod clock;
 pub mod embedded;
 mod error;
 pub mod keys;

@@ -57,13 +57,6 @@ pub async fn back_off(attempt: u32) {
     tokio::time::sleep(Duration::from_micros(sleep_us)).await;
 }
 
-/// Now, in epoch milliseconds (the domain takes time as an argument; this is where it comes from).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;

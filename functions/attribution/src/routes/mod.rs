@@ -11,7 +11,7 @@ pub(crate) mod stats;
 
 use agentrl_http::ApiError;
 pub(crate) use agentrl_http::query::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit, window};
-pub(crate) use agentrl_store::retry::now_ms;
+pub(crate) use agentrl_store::clock::now_ms;
 
 use crate::attributions::AttributionError;
 

@@ -21,7 +21,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         let gateway = gateway.clone();
         async move {
             let run = gateway
-                .end_idle_sessions(agentrl_store::retry::now_ms())
+                .end_idle_sessions(agentrl_store::clock::now_ms())
                 .await?;
             tracing::info!(?run, "idle gateway sessions swept");
             Ok::<_, lambda_runtime::Error>(json!({

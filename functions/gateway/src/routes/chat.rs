@@ -8,6 +8,7 @@ use agentrl_core::TenantId;
 use agentrl_core::gateway::{CallRecord, StreamRecorder, served_name};
 use agentrl_core::trajectory::check_id;
 use agentrl_http::Tenant;
+use agentrl_store::clock::now_ms;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -16,7 +17,7 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{SESSION_HEADER, VERSION_HEADER, now_ms, session_id};
+use super::{SESSION_HEADER, VERSION_HEADER, session_id};
 use crate::GatewayState;
 use crate::budget::{self, BUDGET_HEADER};
 use crate::sessions::{self, Recorder, Session};

@@ -30,7 +30,3 @@ pub(crate) fn session_id(named: Option<String>) -> Result<String, OpenAiError> {
     }
     Ok(id)
 }
-
-pub(crate) fn now_ms() -> u64 {
-    agentrl_store::retry::now_ms()
-}

@@ -2,7 +2,7 @@
 
 use agentrl_core::learning::Event;
 use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
-use agentrl_store::retry::now_ms;
+use agentrl_store::clock::now_ms_i64;
 use axum::{Json, extract::State, http::StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -117,7 +117,7 @@ pub(crate) async fn post(
     Tenant(tenant): Tenant,
     ValidJson(body): ValidJson<Events, false>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+    let now = now_ms_i64();
     let events = match body {
         Events::Many(items) => {
             if items.is_empty() || items.len() > MAX_EVENTS {

@@ -18,7 +18,7 @@ use agentrl_core::{
     verify::{self, Context, Outcome, Request, TestExecution, VerifyConfig},
 };
 use agentrl_diff::{InputError, Lang, Scorer, SnapshotBody};
-use agentrl_store::{StoreError, ports::Queue, retry::now_ms};
+use agentrl_store::{StoreError, clock::now_ms, ports::Queue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;

@@ -20,8 +20,8 @@ use agentrl_http::sqs::Consumer;
 use agentrl_judges::{Ask, Judges, Provider};
 use agentrl_store::{
     MAX_RECEIVES, StoreError,
+    clock::now_ms,
     ports::{Message, Objects, Queue, Table},
-    retry::now_ms,
     tenant_config::TenantConfig,
 };
 use futures::{StreamExt, stream::FuturesUnordered};

@@ -14,7 +14,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let traces = traces.clone();
         async move {
-            let run = traces.sweep(agentrl_store::retry::now_ms()).await?;
+            let run = traces.sweep(agentrl_store::clock::now_ms()).await?;
             tracing::info!(?run, "traced conversations swept");
             Ok::<_, lambda_runtime::Error>(json!({
                 "visited": run.visited, "ingested": run.ingested,

@@ -5,7 +5,7 @@ use agentrl_core::{
     kpi::{Kpis, kpis},
 };
 use agentrl_http::{ApiError, Problem, Tenant};
-use agentrl_store::retry::now_ms;
+use agentrl_store::clock::now_ms_i64;
 use axum::{
     Json,
     extract::{Query, State},
@@ -59,7 +59,7 @@ pub(crate) async fn read(
 ) -> Result<Json<KpiView>, ApiError> {
     let to = match &range.to {
         Some(to) => day("to", to)?,
-        None => i64::try_from(now_ms()).unwrap_or(i64::MAX),
+        None => now_ms_i64(),
     };
     let from = match &range.from {
         Some(from) => day("from", from)?,

@@ -12,16 +12,12 @@
 use agentrl_core::dataset::Rules;
 use agentrl_dataset::{BatchDatasets, BatchJob, DatasetRequests, Datasets};
 use agentrl_http::sqs::{self, Consumer};
-use agentrl_store::{Stores, retry::now_ms};
+use agentrl_store::{Stores, clock::now_ms_i64};
 use anyhow::Context;
 use aws_lambda_events::event::sqs::SqsEvent;
 use clap::Parser;
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::{Value, json};
-
-fn now() -> i64 {
-    i64::try_from(now_ms()).unwrap_or(i64::MAX)
-}
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -57,7 +53,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             let retry = requests.process(&sqs::messages(records)).await;
             return Ok::<_, lambda_runtime::Error>(serde_json::to_value(sqs::response(retry))?);
         }
-        let outcomes = datasets.scheduled(now()).await?;
+        let outcomes = datasets.scheduled(now_ms_i64()).await?;
         Ok(json!({ "outcomes": outcomes }))
     }))
     .await

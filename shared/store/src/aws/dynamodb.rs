@@ -57,7 +57,7 @@ impl DynamoTable {
 }
 
 fn now_s() -> u64 {
-    crate::retry::now_ms() / 1_000
+    crate::clock::now_ms() / 1_000
 }
 
 fn s(v: &str) -> AttributeValue {

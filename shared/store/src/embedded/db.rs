@@ -269,7 +269,7 @@ pub(crate) fn sql(what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreEr
     move |e| StoreError::Backend(anyhow::Error::new(e).context(what))
 }
 
-pub(crate) use crate::retry::now_ms;
+pub(crate) use crate::clock::{now_ms, now_ms_i64};
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use rusqlite::params;
 use tokio::sync::Notify;
 
-use super::db::{Database, exec, now_ms, sql};
+use super::db::{Database, exec, now_ms_i64, sql};
 use crate::{
     StoreError,
     ports::{DeadLetter, Message, Queue},
@@ -31,7 +31,7 @@ pub struct SqliteQueue {
 /// # Errors
 /// When SQLite fails.
 pub async fn redeliver_in_flight(db: &Database) -> Result<usize, StoreError> {
-    let now = now_ms() as i64;
+    let now = now_ms_i64();
     db.write(move |conn| {
         exec(
             conn,
@@ -64,7 +64,7 @@ impl SqliteQueue {
         let max_receives = self.max_receives;
         self.db
             .write(move |conn| {
-                let now = now_ms() as i64;
+                let now = now_ms_i64();
                 let due: Vec<(i64, String, String, u32)> = {
                     let mut stmt = conn
                         .prepare_cached(
@@ -129,7 +129,7 @@ impl Queue for SqliteQueue {
         let ids = self
             .db
             .write(move |conn| {
-                let now = now_ms() as i64;
+                let now = now_ms_i64();
                 let mut ids = Vec::with_capacity(bodies.len());
                 for body in &bodies {
                     let id = uuid::Uuid::now_v7().to_string();
@@ -199,7 +199,7 @@ impl Queue for SqliteQueue {
                 )
                 .map_err(sql("dead-lettering"))?;
                 if removed == 1 {
-                    let now = now_ms() as i64;
+                    let now = now_ms_i64();
                     exec(
                         conn,
                         "INSERT INTO dead_letters
