@@ -83,8 +83,13 @@ impl Consumer for TrainingConsumer {
     async fn process(&self, messages: &[Message]) -> Vec<String> {
         let mut retry = Vec::new();
         for message in messages {
-            let poison = match serde_json::from_str::<Envelope>(&message.body) {
-                Err(e) => Some(format!("not an event: {e}")),
+            // A newer producer's message is named as such before the parse reads it.
+            let envelope = agentrl_core::envelope::check_version(&message.body).and_then(|()| {
+                serde_json::from_str::<Envelope>(&message.body)
+                    .map_err(|e| format!("not an event: {e}"))
+            });
+            let poison = match envelope {
+                Err(reason) => Some(reason),
                 Ok(e) if e.kind == "training.dataset.ready" => {
                     match serde_json::from_str::<DatasetReady>(&message.body) {
                         Err(e) => Some(format!("training.dataset.ready: {e}")),

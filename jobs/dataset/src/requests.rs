@@ -67,6 +67,7 @@ impl DatasetRequests {
     }
 
     fn parse(body: &str) -> Result<(TenantId, Request), String> {
+        agentrl_core::envelope::check_version(body)?;
         let kind: Kind = serde_json::from_str(body).map_err(|e| format!("not an event: {e}"))?;
         if kind.kind != REQUESTED {
             return Err(format!(
