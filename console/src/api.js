@@ -1,0 +1,142 @@
+// The public API, as the SDKs call it: same-origin fetches with the session cookie, the CSRF
+// token on every state-changing call, problem+json errors as exceptions.
+
+/**
+ * @typedef {{ type?: string, title?: string, status?: number, detail?: string, field?: string | null,
+ *   errors?: unknown, decision?: GateDecision, [k: string]: unknown }} Problem
+ * @typedef {{ name: string, candidate?: number | null, deployed?: number | null, bound?: number | null,
+ *   passed: boolean, [k: string]: unknown }} Check
+ * @typedef {{ passed: boolean, reasons: string[], checks: Check[] }} GateDecision
+ * @typedef {{ tenant: string, csrf_token: string, expires_at_ms: number }} Session
+ */
+
+/** An answer of 400 or more, with its problem document. */
+export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {Problem} problem
+   */
+  constructor(status, problem) {
+    super(problem.detail || problem.title || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+/** The session's credentials, in memory only (a reload asks the server again). */
+export const session = {
+  /** @type {string | null} */
+  csrf: null,
+  /** @type {string | null} */
+  tenant: null,
+};
+
+/** @type {() => void} what to do on a 401 (the app sends the user to the login page) */
+let onUnauthorized = () => {};
+
+/** @param {() => void} f */
+export function setUnauthorizedHandler(f) {
+  onUnauthorized = f;
+}
+
+const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * Calls the API; resolves to the parsed JSON body (null for 204).
+ * @param {string} path  e.g. `/v1/agents`
+ * @param {{ method?: string, body?: unknown, query?: Record<string, string | number | null | undefined>,
+ *   signal?: AbortSignal, quiet401?: boolean }} [opts]
+ * @returns {Promise<any>}
+ */
+export async function api(path, opts = {}) {
+  const method = opts.method ?? "GET";
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(opts.query ?? {})) {
+    if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, String(v));
+  }
+  /** @type {Record<string, string>} */
+  const headers = { Accept: "application/json, application/problem+json" };
+  if (UNSAFE.has(method) && session.csrf) headers["X-CSRF-Token"] = session.csrf;
+  if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(url, {
+    method,
+    headers,
+    credentials: "same-origin",
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    signal: opts.signal,
+  });
+  if (res.status === 204) return null;
+  const text = await res.text();
+  /** @type {any} */
+  let body = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = { title: res.statusText, detail: text.slice(0, 300) };
+  }
+  if (!res.ok) {
+    if (res.status === 401 && !opts.quiet401) {
+      session.csrf = null;
+      session.tenant = null;
+      onUnauthorized();
+    }
+    throw new ApiError(res.status, body && typeof body === "object" ? body : {});
+  }
+  return body;
+}
+
+/** @param {string} s */
+export const enc = (s) => encodeURIComponent(s);
+
+/**
+ * Every item of a paged list, following `next_cursor` (at most `max` items).
+ * @param {string} path
+ * @param {string} key  the array's field, e.g. `runs`
+ * @param {{ query?: Record<string, string | number | null | undefined>, signal?: AbortSignal, max?: number }} [opts]
+ * @returns {Promise<any[]>}
+ */
+export async function all(path, key, opts = {}) {
+  const max = opts.max ?? 1000;
+  /** @type {any[]} */
+  const items = [];
+  /** @type {string | null} */
+  let cursor = null;
+  do {
+    const page = await api(path, { query: { ...opts.query, cursor, limit: 100 }, signal: opts.signal });
+    items.push(...page[key]);
+    cursor = page.next_cursor ?? null;
+  } while (cursor && items.length < max);
+  return items;
+}
+
+/** Recovers the session from its cookie; null when there is none. */
+export async function loadSession() {
+  try {
+    /** @type {Session} */
+    const s = await api("/v1/console/session", { quiet401: true });
+    session.csrf = s.csrf_token;
+    session.tenant = s.tenant;
+    return s;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) return null;
+    throw e;
+  }
+}
+
+/** @param {string} apiKey */
+export async function login(apiKey) {
+  /** @type {Session} */
+  const s = await api("/v1/console/session", { method: "POST", body: { api_key: apiKey }, quiet401: true });
+  session.csrf = s.csrf_token;
+  session.tenant = s.tenant;
+  return s;
+}
+
+export async function logout() {
+  try {
+    await api("/v1/console/session", { method: "DELETE", quiet401: true });
+  } finally {
+    session.csrf = null;
+    session.tenant = null;
+  }
+}

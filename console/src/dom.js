@@ -1,0 +1,126 @@
+// Building the page: elements from plain calls (no HTML strings, so nothing the API returns is
+// ever parsed as markup, and no inline style attribute is ever written: the CSP forbids them).
+
+/** @typedef {Node | string | number | null | undefined | false} Child */
+/** @typedef {Record<string, string | number | boolean | null | undefined | EventListener>} Attrs */
+
+/**
+ * An element: attributes (`class`, `for`, `aria-*`, `data-*`, booleans as presence; `on*`
+ * functions as listeners) and children (strings become text).
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs | null} [attrs]
+ * @param {...(Child | Child[])} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (typeof value === "function") {
+      el.addEventListener(name.replace(/^on/, ""), value);
+    } else if (name === "style") {
+      throw new Error("inline styles are forbidden by the CSP: use a class");
+    } else if (value === true) {
+      el.setAttribute(name, "");
+    } else {
+      el.setAttribute(name, String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+/**
+ * @param {Node} parent
+ * @param {Array<Child | Child[]>} children
+ */
+export function append(parent, children) {
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    parent.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+  }
+}
+
+/**
+ * Replaces an element's children.
+ * @param {Element} el
+ * @param {...(Child | Child[])} children
+ */
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+}
+
+/**
+ * A link inside the console (the router takes its clicks).
+ * @param {string} href
+ * @param {Child | Child[]} text
+ * @param {Attrs} [attrs]
+ */
+export function link(href, text, attrs = {}) {
+  return h("a", { ...attrs, href }, text);
+}
+
+/**
+ * A definition list of label → value rows, skipping absent values.
+ * @param {Array<[string, Child | Child[]]>} rows
+ */
+export function facts(rows) {
+  const dl = h("dl", { class: "facts" });
+  for (const [label, value] of rows) {
+    if (value === null || value === undefined || value === "") continue;
+    dl.append(h("div", null, h("dt", null, label), h("dd", null, value)));
+  }
+  return dl;
+}
+
+/**
+ * A table in a horizontally scrolling, focusable wrapper (narrow screens scroll the table,
+ * not the page).
+ * @param {string} caption
+ * @param {string[]} head
+ * @param {Array<Array<Child | Child[]>>} rows
+ * @param {{ empty?: string, captionHidden?: boolean }} [opts]
+ */
+export function table(caption, head, rows, opts = {}) {
+  if (rows.length === 0 && opts.empty) return h("p", { class: "empty" }, opts.empty);
+  const t = h(
+    "table",
+    null,
+    h("caption", { class: opts.captionHidden ? "visually-hidden" : null }, caption),
+    h("thead", null, h("tr", null, head.map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", null, rows.map((r) => h("tr", null, r.map((c) => h("td", null, c))))),
+  );
+  return h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": caption }, t);
+}
+
+/** @param {number | null | undefined} ms */
+export function when(ms) {
+  if (ms === null || ms === undefined) return null;
+  const d = new Date(ms);
+  return h("time", { datetime: d.toISOString() }, d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC"));
+}
+
+/**
+ * @param {number | null | undefined} x
+ * @param {number} [digits]
+ */
+export function num(x, digits = 4) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "—";
+  if (Number.isInteger(x)) return String(x);
+  const a = Math.abs(x);
+  if (a !== 0 && (a < 1e-3 || a >= 1e6)) return x.toExponential(2);
+  return x.toFixed(digits);
+}
+
+/** @param {number | null | undefined} usd */
+export function money(usd) {
+  if (usd === null || usd === undefined) return "—";
+  return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+}
+
+/** @param {string} status */
+export function statusBadge(status) {
+  return h("span", { class: `badge status-${status}` }, status);
+}
