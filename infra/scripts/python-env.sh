@@ -5,6 +5,7 @@
 #   hf_venv="$(infra/scripts/python-env.sh hf | tail -n1)"  # transformers' config classes
 #   cuda_venv="$(infra/scripts/python-env.sh cuda | tail -n1)"  # nvcc for the `cuda` feature
 #   sdk_venv="$(infra/scripts/python-env.sh sdk | tail -n1)"   # the Python SDK's tests
+#   console_venv="$(infra/scripts/python-env.sh console | tail -n1)"  # the console's browser tests
 #
 # The default venv (infra/requirements-test.txt) lives at
 # ${AGENTRL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/agentrl/venv}, the `hf` one
@@ -22,7 +23,8 @@ case "${1:-test}" in
   hf) req="$root/infra/requirements-hf.txt"; venv="${AGENTRL_HF_VENV:-$cache/venv-hf}" ;;
   cuda) req="$root/infra/requirements-cuda.txt"; venv="${AGENTRL_CUDA_VENV:-$cache/venv-cuda}" ;;
   sdk) req="$root/infra/requirements-sdk.txt"; venv="${AGENTRL_SDK_VENV:-$cache/venv-sdk}" ;;
-  *) echo "python-env: unknown venv ${1} (test, hf, cuda or sdk)" >&2; exit 2 ;;
+  console) req="$root/infra/requirements-console.txt"; venv="${AGENTRL_CONSOLE_VENV:-$cache/venv-console}" ;;
+  *) echo "python-env: unknown venv ${1} (test, hf, cuda, sdk or console)" >&2; exit 2 ;;
 esac
 stamp="$venv/.agentrl-requirements.sha256"
 
