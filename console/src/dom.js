@@ -98,8 +98,8 @@ export function table(caption, head, rows, opts = {}) {
 /** @param {number | null | undefined} ms */
 export function when(ms) {
   if (ms === null || ms === undefined) return null;
-  const d = new Date(ms);
-  return h("time", { datetime: d.toISOString() }, d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC"));
+  const iso = new Date(ms).toISOString();
+  return h("time", { datetime: iso, title: iso }, `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`);
 }
 
 /**
@@ -117,6 +117,7 @@ export function num(x, digits = 4) {
 /** @param {number | null | undefined} usd */
 export function money(usd) {
   if (usd === null || usd === undefined) return "—";
+  if (usd === 0) return "$0";
   return `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
 }
 

@@ -165,7 +165,7 @@ def test_promotion_refused_by_the_gate_shows_its_reasons(page: Page, stack: Stac
         load(page, stack, f"/console/runs/{run['run_id']}")
         page.get_by_role("button", name="Promote v2").click()
         alert = page.get_by_role("alert")
-        expect(alert).to_contain_text("The evaluation gate refused the promotion")
+        expect(alert).to_contain_text("The evaluation gate refused the promotion of v2")
         # The reasons the API gives for the same refusal, each shown, with the checks' numbers.
         status, problem = stack.api("POST", f"/v1/training-runs/{run['run_id']}/promote")
         assert status == 409 and problem["decision"]["reasons"], problem

@@ -4,7 +4,7 @@
 import { api, ApiError, enc } from "../api.js";
 import { resetCharts } from "../charts.js";
 import { decisionTable, reasonList } from "../decision.js";
-import { facts, h, link, money, num, replace, statusBadge, table, when } from "../dom.js";
+import { facts, h, link, money, num, replace, statusBadge, when } from "../dom.js";
 import { fetchSeries, runCharts } from "../metrics.js";
 
 /** Seconds between refreshes while a run is queued or running. */
@@ -70,8 +70,7 @@ export async function render(ctx, page) {
     );
     const m = run.metrics;
     replace(latest, m && typeof m === "object"
-      ? table("Latest metrics line", ["Metric", "Value"],
-          Object.entries(m).map(([k, v]) => [k, typeof v === "number" ? num(v) : String(v)]), { captionHidden: true })
+      ? facts(Object.entries(m).map(([k, v]) => [k, typeof v === "number" ? num(v) : String(v)]))
       : h("p", { class: "empty" }, "No metrics yet."));
   };
 
@@ -150,8 +149,14 @@ export async function render(ctx, page) {
         if (e instanceof ApiError && e.status === 401) return;
         const decision = e instanceof ApiError ? e.problem.decision : undefined;
         result.append(h("div", { role: "alert", class: "alert", id: "promote-refused" },
-          h("p", null, h("strong", null, decision ? "The evaluation gate refused the promotion." : "Promotion failed."), " ", e instanceof Error ? e.message : String(e)),
-          decision ? [h("h3", null, "Reasons"), reasonList(decision), decisionTable(decision, "The gate's checks")] : null,
+          decision
+            ? [
+                h("p", null, h("strong", null, `The evaluation gate refused the promotion of ${run.model_version}.`)),
+                h("h3", null, "Reasons"),
+                reasonList(decision),
+                decisionTable(decision, "The gate's checks"),
+              ]
+            : h("p", null, h("strong", null, "Promotion failed: "), e instanceof Error ? e.message : String(e)),
         ));
       } finally {
         btn.disabled = false;
