@@ -25,6 +25,12 @@ def load(page: Page, stack: Stack, path: str) -> None:
     )
 
 
+def close(got: float | None, want: float | None) -> bool:
+    """The same number, to the last bit or two (a JSON number parsed and written again by the
+    server may come back one unit in the last place away)."""
+    return got is not None and want is not None and math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-300)
+
+
 def pages(demo: Demo) -> dict[str, str]:
     v1, v2 = demo.run_of("v1"), demo.run_of("v2")
     return {
@@ -120,7 +126,7 @@ def test_run_curves_hold_the_runs_points(page: Page, stack: Stack, demo: Demo) -
         want = [line.get(key) for line in lines]
         assert len(got) == len(want)
         for i, (g, w) in enumerate(zip(got, want)):
-            assert (g is None and w is None) or math.isclose(g, w, rel_tol=0, abs_tol=0), f"{key} at line {i}: {g} != {w}"
+            assert (g is None and w is None) or close(g, w), f"{key} at line {i}: {g} != {w}"
 
     for name in ("loss", "kl", "clip_fraction", "entropy", "lr"):
         assert charts[name]["x"] == list(range(len(lines))), name
@@ -153,7 +159,9 @@ def test_compare_overlays_the_runs(page: Page, stack: Stack, demo: Demo) -> None
     for run_id in (a, b):
         lines = stack.metrics_lines(run_id)
         at = dict(zip(chart["x"], chart["series"][run_id]))
-        assert [at[i] for i in range(len(lines))] == [line["entropy"] for line in lines]
+        assert len(chart["x"]) >= len(lines)
+        for i, line in enumerate(lines):
+            assert close(at[i], line["entropy"]), f"{run_id} line {i}: {at[i]} != {line['entropy']}"
 
 
 def test_promotion_refused_by_the_gate_shows_its_reasons(page: Page, stack: Stack, demo: Demo) -> None:
