@@ -109,7 +109,7 @@ fn traces(stores: &Stores) -> agentrl_traces::TracesState {
     )
 }
 
-/// The composed application of every function, and the built-in model server.
+/// The composed application of every function, the built-in model server and the console.
 pub fn application(
     stores: &Stores,
     auth: Auth,
@@ -155,6 +155,7 @@ pub fn application(
             idempotency: Some(stores.table.clone()),
         },
     )
+    .merge(agentrl_console::router())
 }
 
 /// A running stack: its address and the handle that stops it.
@@ -240,7 +241,9 @@ pub async fn start(
     );
     let provider = Arc::new(Provider::from_env());
     // Beside the static keys, the tenant API keys `agentrl keys` created in this store.
-    let auth = auth.with_stored(agentrl_http::api_keys::ApiKeys::new(stores.table.clone()));
+    let auth = auth
+        .with_stored(agentrl_http::api_keys::ApiKeys::new(stores.table.clone()))
+        .with_sessions(agentrl_http::sessions::Sessions::new(stores.table.clone()));
     // The built-in model server serves the trainer's models at /models/v1; it is the
     // gateway's upstream unless the deployment names another (AGENTRL_GATEWAY_BASE_URL).
     let staging = tempfile::Builder::new()

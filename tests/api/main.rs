@@ -5,6 +5,7 @@ mod attribution;
 mod batch;
 mod budgets;
 mod concurrency;
+mod console;
 mod evaluations;
 mod faults;
 mod gateway;

@@ -104,6 +104,7 @@ impl TrainingState {
         routes::agents::outcomes,
         routes::runs::create,
         routes::runs::read,
+        routes::runs::metrics,
         routes::runs::list,
         routes::runs::cancel,
         routes::runs::promote,
@@ -179,6 +180,7 @@ pub fn service(state: TrainingState) -> Service {
             post(routes::runs::create).get(routes::runs::list),
         )
         .route("/v1/training-runs/{id}", get(routes::runs::read))
+        .route("/v1/training-runs/{id}/metrics", get(routes::runs::metrics))
         .route("/v1/training-runs/{id}/cancel", post(routes::runs::cancel))
         .route(
             "/v1/training-runs/{id}/promote",

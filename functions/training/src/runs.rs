@@ -4,7 +4,7 @@
 use agentrl_core::{
     FieldError, TenantId,
     training::{
-        RunStatus, architecture::ModelConfig, config::TrainConfig, cost_estimate,
+        RunStatus, architecture::ModelConfig, config::TrainConfig, cost_estimate, curve_lines,
         placement::Placement, run_id,
     },
 };
@@ -14,7 +14,7 @@ use agentrl_store::{
     retry::{Contended, optimistic},
 };
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, value::RawValue};
 
 use crate::{
     TrainingState,
@@ -391,6 +391,51 @@ pub(crate) async fn with_progress(
     })
 }
 
+/// The lines of `id`'s `metrics.jsonl` a curve of at most `max_points` draws (see
+/// [`curve_lines`]), each as the trainer wrote it with its position added as `line`; and how
+/// many lines there are.
+pub(crate) async fn metric_lines(
+    state: &TrainingState,
+    t: &TenantId,
+    id: &str,
+    max_points: usize,
+) -> Result<(usize, Vec<Box<RawValue>>), ReadError> {
+    let (run, _) = state.repo.run(t, id).await?.ok_or(ReadError::NotFound)?;
+    let bytes = state
+        .objects
+        .get(&format!("{}metrics.jsonl", run.output_prefix))
+        .await?
+        .unwrap_or_default();
+    // A line being written when the file was mirrored does not parse: it is left out.
+    let lines: Vec<(&str, bool)> = bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let object: serde_json::Map<String, Value> = serde_json::from_slice(line).ok()?;
+            Some((
+                std::str::from_utf8(line).ok()?.trim(),
+                object.contains_key("eval_success"),
+            ))
+        })
+        .collect();
+    let is_eval: Vec<bool> = lines.iter().map(|(_, eval)| *eval).collect();
+    let points = curve_lines(&is_eval, max_points)
+        .into_iter()
+        .map(|i| with_line(lines[i].0, i))
+        .collect();
+    Ok((lines.len(), points))
+}
+
+/// The JSON object `object` (as text) with `"line": i` first, its other members untouched.
+fn with_line(object: &str, i: usize) -> Box<RawValue> {
+    let members = object[1..].trim_start();
+    let text = if members.starts_with('}') {
+        format!("{{\"line\":{i}}}")
+    } else {
+        format!("{{\"line\":{i},{members}")
+    };
+    RawValue::from_string(text).expect("an object with one more member is an object")
+}
+
 /// `run` with what its record alone says (a listing reads no run's output).
 pub(crate) fn summary(run: RunRecord) -> RunProgress {
     let steps_total = TrainConfig::from_value(&run.config, "config")
@@ -658,4 +703,18 @@ pub(crate) async fn resume_unfinished(state: &TrainingState) -> Result<usize, Cr
         resumed += 1;
     }
     Ok(resumed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_line_keeps_its_text_and_gains_its_position() {
+        assert_eq!(
+            with_line(r#"{"loss": 0.09090909090909091, "phase":"sft"}"#, 7).get(),
+            r#"{"line":7,"loss": 0.09090909090909091, "phase":"sft"}"#
+        );
+        assert_eq!(with_line("{ }", 0).get(), r#"{"line":0}"#);
+    }
 }

@@ -523,6 +523,21 @@ pub(crate) struct RunPage {
     pub next_cursor: Option<String>,
 }
 
+/// A run's curves: the lines of its `metrics.jsonl`, all of them or an even sample.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MetricSeriesView {
+    pub run_id: String,
+    /// Lines in `metrics.jsonl` so far.
+    pub total: usize,
+    /// Whether `points` is a sample (the run has more lines than `max_points`).
+    pub downsampled: bool,
+    /// The lines kept, in order, each with `line`, its 0-based position in the file: one per
+    /// optimizer step (`phase`, `step`, `loss`, `reward_mean`, `reward_std`, `kl`,
+    /// `clip_fraction`, `entropy`, `lr`, …) or per evaluation (`eval_success`, `eval_reward`).
+    #[schema(value_type = Vec<Object>)]
+    pub points: Vec<Box<serde_json::value::RawValue>>,
+}
+
 /// `POST /v1/training-runs/{id}/promote`.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -9,7 +9,7 @@ use axum::{
     http::{StatusCode, header},
     middleware,
     response::IntoResponse,
-    routing::get,
+    routing::{get, post},
 };
 use utoipa::openapi::OpenApi;
 
@@ -21,6 +21,7 @@ use crate::{
     document,
     idempotency::{Idempotency, idempotent},
     observe::observe,
+    sessions,
 };
 
 /// One function's contribution: its routes and their OpenAPI description.
@@ -95,6 +96,15 @@ impl Document {
 #[openapi(paths(health, openapi_json), components(schemas(Problem, Health)))]
 struct MetaApi;
 
+/// The console's sign-in routes, where the console is served.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(sessions::sign_in, sessions::read, sessions::sign_out),
+    components(schemas(sessions::SignIn, sessions::SessionView)),
+    tags((name = "console", description = "The web console's sign-in: an API key for a session cookie"))
+)]
+struct SessionApi;
+
 /// The merged OpenAPI document of `services`, with the bearer security scheme.
 pub fn openapi_document(services: &[Service]) -> OpenApi {
     merged(services.iter().map(|s| s.openapi.clone()))
@@ -105,10 +115,33 @@ fn merged(parts: impl IntoIterator<Item = OpenApi>) -> OpenApi {
     document::merged(MetaApi::openapi(), parts)
 }
 
-/// The application: `/health` and `/openapi.json` open, every service route authenticated.
+/// The application: `/health` and `/openapi.json` open, every service route authenticated;
+/// where the auth has console sessions, their sign-in (open) and session routes too.
 pub fn app(services: Vec<Service>, options: AppOptions) -> Router {
     let (routers, parts): (Vec<Router>, Vec<OpenApi>) =
         services.into_iter().map(|s| (s.router, s.openapi)).unzip();
+    let mut parts = parts;
+    let mut routers = routers;
+    let mut public = Router::new();
+    if let Some(sessions) = options.auth.sessions() {
+        use utoipa::OpenApi as _;
+        parts.push(SessionApi::openapi());
+        routers.push(
+            Router::new()
+                .route(
+                    "/v1/console/session",
+                    get(sessions::read).delete(sessions::sign_out),
+                )
+                .with_state(sessions.clone()),
+        );
+        public = public.route(
+            "/v1/console/session",
+            post(sessions::sign_in).with_state(sessions::SignInState {
+                auth: options.auth.clone(),
+                sessions: sessions.clone(),
+            }),
+        );
+    }
     let doc = Arc::new(Document {
         parts,
         json: OnceLock::new(),
@@ -128,6 +161,7 @@ pub fn app(services: Vec<Service>, options: AppOptions) -> Router {
         .route("/health", get(health))
         .route("/openapi.json", get(openapi_json))
         .with_state(doc)
+        .merge(public)
         .merge(protected)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "no such route").into_response()

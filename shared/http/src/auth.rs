@@ -19,17 +19,26 @@ use sha2::{Digest, Sha256};
 
 use crate::ApiError;
 use crate::api_keys::ApiKeys;
+use crate::sessions::{self, Sessions};
 use agentrl_store::StoreError;
 
-/// How callers are authenticated.
+/// How callers are authenticated: by key or JWT claim, and, where the console is served, by
+/// its session cookie.
 #[derive(Clone)]
-pub enum Auth {
+pub struct Auth {
+    keys: Keys,
+    sessions: Option<Sessions>,
+}
+
+/// Where a caller's key or claim is checked.
+#[derive(Clone)]
+enum Keys {
     /// Static API keys, each mapped to a tenant (the local stack). Keys are held hashed.
-    ApiKeys(Arc<Vec<([u8; 32], TenantId)>>),
+    Fixed(Arc<Vec<([u8; 32], TenantId)>>),
     /// The `tenant_id` claim of API Gateway's JWT authorizer (Lambda).
     JwtClaim,
     /// Tenant API keys stored hashed in the table (`agentrl keys`), and the static keys.
-    StoredKeys {
+    Stored {
         /// The stored keys.
         stored: ApiKeys,
         /// Static keys tried first (none on AWS).
@@ -40,38 +49,80 @@ pub enum Auth {
 impl Auth {
     /// API-key authentication from `(tenant, key)` pairs.
     pub fn api_keys(pairs: impl IntoIterator<Item = (TenantId, String)>) -> Self {
-        Self::ApiKeys(Arc::new(
+        Self::of(Keys::Fixed(Arc::new(
             pairs
                 .into_iter()
                 .map(|(tenant, key)| (digest(&key), tenant))
                 .collect(),
-        ))
+        )))
+    }
+
+    /// The `tenant_id` claim of API Gateway's JWT authorizer.
+    pub fn jwt_claim() -> Self {
+        Self::of(Keys::JwtClaim)
+    }
+
+    fn of(keys: Keys) -> Self {
+        Self {
+            keys,
+            sessions: None,
+        }
     }
 
     /// The same static keys, and the tenant API keys stored in the table beside them.
     #[must_use]
     pub fn with_stored(self, stored: ApiKeys) -> Self {
-        let fixed = match self {
-            Self::ApiKeys(fixed) | Self::StoredKeys { fixed, .. } => fixed,
-            Self::JwtClaim => Arc::default(),
+        let fixed = match self.keys {
+            Keys::Fixed(fixed) | Keys::Stored { fixed, .. } => fixed,
+            Keys::JwtClaim => Arc::default(),
         };
-        Self::StoredKeys { stored, fixed }
+        Self {
+            keys: Keys::Stored { stored, fixed },
+            ..self
+        }
+    }
+
+    /// The same, and the console's session cookies (signed in with a key) beside them.
+    #[must_use]
+    pub fn with_sessions(self, sessions: Sessions) -> Self {
+        Self {
+            sessions: Some(sessions),
+            ..self
+        }
+    }
+
+    /// The console's sessions, where they are on.
+    pub(crate) fn sessions(&self) -> Option<&Sessions> {
+        self.sessions.as_ref()
+    }
+
+    /// The tenant whose API key `key` is; none under JWT claims, where the identity provider
+    /// signs people in.
+    pub(crate) async fn tenant_of_key(&self, key: &str) -> Result<Option<TenantId>, StoreError> {
+        match &self.keys {
+            Keys::Fixed(keys) => Ok(fixed_tenant(keys, key)),
+            Keys::Stored { stored, fixed } => match fixed_tenant(fixed, key) {
+                Some(t) => Ok(Some(t)),
+                None => stored.tenant(key).await,
+            },
+            Keys::JwtClaim => Ok(None),
+        }
     }
 
     /// Who the request says it is: a tenant (or none) known at once, or a key to look up.
     fn identify(&self, req: &Request) -> Identity {
-        match self {
-            Self::ApiKeys(keys) => {
+        match &self.keys {
+            Keys::Fixed(keys) => {
                 Identity::Known(bearer(req).and_then(|key| fixed_tenant(keys, key)))
             }
-            Self::StoredKeys { stored, fixed } => match bearer(req) {
+            Keys::Stored { stored, fixed } => match bearer(req) {
                 Some(key) => match fixed_tenant(fixed, key) {
                     Some(t) => Identity::Known(Some(t)),
                     None => Identity::Stored(stored.clone(), key.to_owned()),
                 },
                 None => Identity::Known(None),
             },
-            Self::JwtClaim => Identity::Known(jwt_tenant(req)),
+            Keys::JwtClaim => Identity::Known(jwt_tenant(req)),
         }
     }
 }
@@ -163,16 +214,32 @@ fn unauthorized() -> Response {
     response
 }
 
-/// Middleware: resolves the tenant or answers 401.
+/// Middleware: resolves the tenant or answers 401 (403 for a session call without its CSRF
+/// token). A request with an `Authorization` header is judged by it alone; one without may
+/// carry a console session cookie.
 pub(crate) async fn authenticate(
     State(auth): State<Auth>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let tenant = match auth.identify(&req).tenant().await {
-        Ok(Some(tenant)) => tenant,
-        Ok(None) => return unauthorized(),
-        Err(e) => return ApiError::from(e).into_response(),
+    let session = match &auth.sessions {
+        Some(sessions) if !req.headers().contains_key(header::AUTHORIZATION) => {
+            sessions::cookie(req.headers()).map(|cookie| (sessions, cookie))
+        }
+        _ => None,
+    };
+    let tenant = if let Some((sessions, cookie)) = session {
+        match sessions.tenant(cookie, req.method(), req.headers()).await {
+            Ok(Ok(tenant)) => tenant,
+            Ok(Err(refusal)) => return sessions::refused(&refusal),
+            Err(e) => return ApiError::from(e).into_response(),
+        }
+    } else {
+        match auth.identify(&req).tenant().await {
+            Ok(Some(tenant)) => tenant,
+            Ok(None) => return unauthorized(),
+            Err(e) => return ApiError::from(e).into_response(),
+        }
     };
     tracing::Span::current().record("tenant", tenant.as_str());
     req.extensions_mut().insert(Tenant(tenant));
@@ -293,7 +360,7 @@ mod tests {
 
     #[test]
     fn the_jwt_tenant_claim_is_required_and_must_be_a_tenant_id() {
-        let of = |claims| resolve(&Auth::JwtClaim, &gateway_request(claims));
+        let of = |claims| resolve(&Auth::jwt_claim(), &gateway_request(claims));
         assert_eq!(
             of(Some(
                 serde_json::json!({"sub": "u-1", "tenant_id": "tenant-a"})
@@ -325,6 +392,6 @@ mod tests {
         // A bearer key is no identity behind API Gateway, and a request from outside Lambda
         // (no request context) has none either.
         let plain = with_authorization(b"Bearer key-a-0123456789");
-        assert_eq!(resolve(&Auth::JwtClaim, &plain), None);
+        assert_eq!(resolve(&Auth::jwt_claim(), &plain), None);
     }
 }

@@ -42,7 +42,7 @@ pub async fn run_table_service(
 /// the `service` dimension `name`, the default body limit.
 pub fn options(name: &str) -> AppOptions {
     AppOptions {
-        auth: Auth::JwtClaim,
+        auth: Auth::jwt_claim(),
         metrics: Metrics::Emf {
             namespace: "agentrl".into(),
             service: name.into(),

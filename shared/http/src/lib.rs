@@ -18,6 +18,7 @@ pub mod lambda;
 mod observe;
 mod problem;
 pub mod query;
+pub mod sessions;
 pub mod sqs;
 pub mod telemetry;
 pub mod trajectory_queue;

@@ -3,7 +3,7 @@
 
 use agentrl_http::{
     ApiError, Problem, Tenant, ValidJson,
-    query::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit},
+    query::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit, parse_u64},
 };
 use axum::{
     Json,
@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::{
     TrainingState, runs, versions,
-    wire::{CreateRunBody, PromoteBody, PromoteView, RunPage, RunView},
+    wire::{CreateRunBody, MetricSeriesView, PromoteBody, PromoteView, RunPage, RunView},
 };
 
 /// Start a training run of an agent on a dataset. The same agent, dataset, base and config
@@ -58,6 +58,52 @@ pub(crate) async fn read(
     Path(id): Path<String>,
 ) -> Result<Json<RunView>, ApiError> {
     Ok(Json(runs::read(&state, &tenant, &id).await?.into()))
+}
+
+/// `?max_points=`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CurveParams {
+    max_points: Option<String>,
+}
+
+/// Points a curve gets unless asked: enough for a chart as wide as a screen.
+const DEFAULT_POINTS: u64 = 2_000;
+/// The most points a curve may ask for.
+const MAX_POINTS: u64 = 10_000;
+
+/// A run's curves: every line of its `metrics.jsonl` up to `max_points`, an even sample of
+/// them above (first and last step kept, evaluation lines kept up to a quarter).
+#[utoipa::path(get, path = "/v1/training-runs/{id}/metrics", tag = "training",
+    params(
+        ("id" = String, Path, description = "The run id"),
+        ("max_points" = Option<u64>, Query, minimum = 2, maximum = 10000, description = "Most lines returned (default 2000)"),
+    ),
+    responses(
+        (status = 200, description = "The run's metric lines", body = MetricSeriesView),
+        (status = 400, description = "max_points out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn metrics(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+    Query(params): Query<CurveParams>,
+) -> Result<Json<MetricSeriesView>, ApiError> {
+    let max = parse_u64("max_points", params.max_points.as_deref())?.unwrap_or(DEFAULT_POINTS);
+    if !(2..=MAX_POINTS).contains(&max) {
+        return Err(ApiError::invalid(
+            "max_points",
+            format!("must be between 2 and {MAX_POINTS}"),
+        ));
+    }
+    let max = usize::try_from(max).expect("at most 10,000");
+    let (total, points) = runs::metric_lines(&state, &tenant, &id, max).await?;
+    Ok(Json(MetricSeriesView {
+        run_id: id,
+        downsampled: points.len() < total,
+        total,
+        points,
+    }))
 }
 
 /// `?agent_id=&cursor=&limit=`.

@@ -684,6 +684,15 @@ class TrainingRuns:
         """
         return self._client.paginate("GET", "/v1/training-runs", params={"agent_id": agent_id, "limit": limit}, items="runs")
 
+    def metrics(self, id: str, *, max_points: int | None = None) -> m.MetricSeriesView:
+        """
+        A run's curves: every line of its `metrics.jsonl` up to `max_points`, an even sample of them
+        above (first and last step kept, evaluation lines kept up to a quarter).
+
+        `GET /v1/training-runs/{id}/metrics`.
+        """
+        return cast("m.MetricSeriesView", self._client.request("GET", f"/v1/training-runs/{_seg(id)}/metrics", params={"max_points": max_points}))
+
     def promote(self, id: str, *, body: m.PromoteBody | None = None, idempotency_key: str | None = None) -> m.PromoteView:
         """
         Promote the version a succeeded run registered: to all of its agent's traffic (the deployed
@@ -1380,6 +1389,15 @@ class AsyncTrainingRuns:
         Every `runs` of `GET /v1/training-runs`, page after page.
         """
         return self._client.paginate("GET", "/v1/training-runs", params={"agent_id": agent_id, "limit": limit}, items="runs")
+
+    async def metrics(self, id: str, *, max_points: int | None = None) -> m.MetricSeriesView:
+        """
+        A run's curves: every line of its `metrics.jsonl` up to `max_points`, an even sample of them
+        above (first and last step kept, evaluation lines kept up to a quarter).
+
+        `GET /v1/training-runs/{id}/metrics`.
+        """
+        return cast("m.MetricSeriesView", await self._client.request("GET", f"/v1/training-runs/{_seg(id)}/metrics", params={"max_points": max_points}))
 
     async def promote(self, id: str, *, body: m.PromoteBody | None = None, idempotency_key: str | None = None) -> m.PromoteView:
         """

@@ -454,6 +454,28 @@ Complexity: TypeAlias = Literal["trivial", "standard", "complex"]
 """
 
 
+class ConsoleSession(TypedDict):
+    """
+    A signed-in session, as the console reads it.
+    """
+
+    #: Send it as `X-CSRF-Token` on every state-changing call.
+    csrf_token: str
+    #: When the session ends (epoch ms).
+    expires_at_ms: int
+    #: The tenant the session acts as.
+    tenant: str
+
+
+class ConsoleSignIn(TypedDict):
+    """
+    The sign-in body.
+    """
+
+    #: The tenant's API key.
+    api_key: str
+
+
 class ConsumptionBody(TypedDict):
     """
     `POST /v1/budgets/{id}/consumption`.
@@ -1497,6 +1519,22 @@ class MetricRange(TypedDict):
     min: float
     #: Relative weight among the metrics of one request, > 0. Default 1.
     weight: NotRequired[float]
+
+
+class MetricSeriesView(TypedDict):
+    """
+    A run's curves: the lines of its `metrics.jsonl`, all of them or an even sample.
+    """
+
+    #: Whether `points` is a sample (the run has more lines than `max_points`).
+    downsampled: bool
+    #: The lines kept, in order, each with `line`, its 0-based position in the file: one per
+    #: optimizer step (`phase`, `step`, `loss`, `reward_mean`, `reward_std`, `kl`, `clip_fraction`,
+    #: `entropy`, `lr`, …) or per evaluation (`eval_success`, `eval_reward`).
+    points: list[dict[str, Any]]
+    run_id: str
+    #: Lines in `metrics.jsonl` so far.
+    total: int
 
 
 class ModelRef(TypedDict):

@@ -8,6 +8,7 @@ pub mod architecture;
 mod canary;
 pub mod config;
 mod cost;
+mod curve;
 mod gate;
 pub mod placement;
 pub mod plan;
@@ -16,6 +17,7 @@ mod run;
 
 pub use canary::{Arm, Canary, bucket, rolled_out};
 pub use cost::{cost_estimate, hourly_price};
+pub use curve::curve_lines;
 pub use gate::{ArmStats, Check, Evaluation, GateConfig, GateDecision, GateInputs, evaluate_gate};
 pub use report::{
     DemoSummary, GateCounts, Metrics, ModelSummary, OnlineScores, RunOutcome, RunReport, SftCounts,

@@ -1,0 +1,208 @@
+//! The web console: a single-page app (plain ES modules, no bundler; see `docs/console.md`)
+//! that reads the same public API the SDKs use. Its files are embedded in the binary at build
+//! time and served at `/console/` with a Content Security Policy that allows no inline script
+//! or style and no other origin: the page can only run the code shipped here and talk to the
+//! API it came from.
+//!
+//! A path under `/console/` that names no file and has no extension is a view of the app
+//! (`/console/runs/run-1`): it gets `index.html`, whose script routes on the path, so every
+//! view is a link. A missing file (`/console/nope.js`) is a 404.
+
+use std::sync::OnceLock;
+
+use axum::{
+    Router,
+    extract::Path,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Redirect, Response},
+    routing::get,
+};
+use sha2::{Digest, Sha256};
+
+/// Every file of `console/src`, by path relative to it.
+static ASSETS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/assets.rs"));
+
+/// What the console's pages may load and run: only this origin's files, no inline code.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+     object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+
+/// The routes: `/` and `/console` lead to `/console/`, which serves the app.
+pub fn router() -> Router {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/console/") }))
+        .route("/console", get(|| async { Redirect::permanent("/console/") }))
+        .route("/console/", get(|headers: HeaderMap| async move { serve("", &headers) }))
+        .route(
+            "/console/{*path}",
+            get(|Path(path): Path<String>, headers: HeaderMap| async move {
+                serve(&path, &headers)
+            }),
+        )
+}
+
+/// The file at `path`, `index.html` for a view, or a 404 for a missing file.
+fn serve(path: &str, headers: &HeaderMap) -> Response {
+    let found = find(path).or_else(|| is_view(path).then(|| find("index.html")).flatten());
+    let Some(i) = found else {
+        return secured((StatusCode::NOT_FOUND, "no such file in the console").into_response());
+    };
+    let (name, bytes) = ASSETS[i];
+    let tag = etag(i);
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag));
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, content_type(name))], bytes).into_response()
+    };
+    let h = response.headers_mut();
+    h.insert(
+        header::ETAG,
+        HeaderValue::from_str(tag).expect("a quoted hex digest"),
+    );
+    // Revalidated on every load: a new binary's files are never hidden behind a cache.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    secured(response)
+}
+
+/// The index of the file at `path` in [`ASSETS`].
+fn find(path: &str) -> Option<usize> {
+    ASSETS.binary_search_by(|(name, _)| (*name).cmp(path)).ok()
+}
+
+/// A path the app routes on: no extension in its last segment.
+fn is_view(path: &str) -> bool {
+    !path.rsplit('/').next().unwrap_or_default().contains('.')
+}
+
+fn content_type(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        Some("json") => "application/json",
+        Some("woff2") => "font/woff2",
+        _ => "application/octet-stream",
+    }
+}
+
+/// A strong validator of the file at index `i`: its SHA-256, computed once per file.
+fn etag(i: usize) -> &'static str {
+    static TAGS: OnceLock<Vec<String>> = OnceLock::new();
+    &TAGS.get_or_init(|| {
+        ASSETS
+            .iter()
+            .map(|(_, bytes)| {
+                let digest = Sha256::digest(bytes);
+                let hex: String = digest[..12].iter().map(|x| format!("{x:02x}")).collect();
+                format!("\"{hex}\"")
+            })
+            .collect()
+    })[i]
+}
+
+/// The headers every console response carries.
+fn secured(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    async fn get(path: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let mut request = axum::http::Request::builder().uri(path);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = router()
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let (parts, body) = response.into_parts();
+        let bytes = body.collect().await.unwrap().to_bytes().to_vec();
+        (parts.status, parts.headers, bytes)
+    }
+
+    fn index() -> &'static [u8] {
+        ASSETS[find("index.html").expect("console/src/index.html")].1
+    }
+
+    #[test]
+    fn assets_are_sorted_for_the_binary_search() {
+        assert!(ASSETS.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(ASSETS.iter().any(|(name, _)| name.ends_with(".js")));
+    }
+
+    #[tokio::test]
+    async fn views_get_the_app_files_get_themselves_and_missing_files_a_404() {
+        for view in ["/console/", "/console/runs/run-1", "/console/agents"] {
+            let (status, headers, body) = get(view, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{view}");
+            assert_eq!(body, index(), "{view}");
+            assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
+            assert_eq!(
+                headers[header::CONTENT_SECURITY_POLICY],
+                CONTENT_SECURITY_POLICY
+            );
+            assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        }
+        let (name, bytes) = ASSETS
+            .iter()
+            .find(|(name, _)| name.ends_with(".js"))
+            .unwrap();
+        let (status, headers, body) = get(&format!("/console/{name}"), &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(&body, bytes);
+        assert_eq!(
+            headers[header::CONTENT_TYPE],
+            "text/javascript; charset=utf-8"
+        );
+        let (status, headers, _) = get("/console/nope.js", &[]).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(headers.contains_key(header::CONTENT_SECURITY_POLICY));
+    }
+
+    #[tokio::test]
+    async fn a_revalidation_with_the_same_tag_is_a_304() {
+        let (_, headers, _) = get("/console/index.html", &[]).await;
+        let tag = headers[header::ETAG].to_str().unwrap().to_owned();
+        let (status, _, body) = get("/console/index.html", &[("if-none-match", &tag)]).await;
+        assert_eq!(status, StatusCode::NOT_MODIFIED);
+        assert!(body.is_empty());
+        let (status, ..) = get("/console/index.html", &[("if-none-match", "\"other\"")]).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn the_roots_lead_to_the_console() {
+        for path in ["/", "/console"] {
+            let (status, headers, _) = get(path, &[]).await;
+            assert!(status.is_redirection(), "{path}");
+            assert_eq!(headers[header::LOCATION], "/console/");
+        }
+    }
+}
