@@ -68,7 +68,11 @@ def test_page_loads_clean_accessible_and_narrow(page: Page, stack: Stack, demo: 
 def test_login_page_and_cookie_flags(context: BrowserContext, stack: Stack) -> None:
     page = context.new_page()
     watch = Watch.on(page)
-    page.goto(f"{stack.console_url}/console/runs?agent_id=x")
+    first = page.goto(f"{stack.console_url}/console/runs?agent_id=x")
+    assert first is not None
+    csp = first.headers.get("content-security-policy", "")
+    for directive in ("default-src 'self'", "script-src 'self'", "style-src 'self'", "object-src 'none'", "frame-ancestors 'none'"):
+        assert directive in csp, f"{directive!r} not in the CSP {csp!r}"
     page.wait_for_url(re.compile(r"/console/login\?next="))
     expect(page.get_by_role("heading", level=1)).to_have_text("Sign in to agentrl")
     assert axe_serious(page) == []
