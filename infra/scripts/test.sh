@@ -4,7 +4,8 @@
 #   clippy (warnings are errors), the SAM template checks (cfn-lint, sam validate,
 #   fixtures vs routes), every Rust test (the AWS adapters against moto on 127.0.0.1), the
 #   Python SDK's tests (pytest against `agentrl serve`, with the real OpenAI, Agents SDK,
-#   LangGraph and OpenTelemetry packages), the trainer's `cuda` build checked with nvcc from
+#   LangGraph and OpenTelemetry packages), the web console (tsc, the vendored uPlot, and its
+#   pages in headless Chromium driven by Playwright, with axe-core) on the demo's data, the trainer's `cuda` build checked with nvcc from
 #   PyPI, the API contract (schemathesis against `agentrl serve`, bounded by test cases,
 #   seed 1), and the README's main job
 #   (`agentrl demo`) as a smoke test.
@@ -27,6 +28,9 @@ AGENTRL_HF_VENV="$(infra/scripts/python-env.sh hf | tail -n1)"
 export AGENTRL_HF_VENV
 # The Python SDK is tested with the agent frameworks it integrates (their pins are its own).
 AGENTRL_SDK_VENV="$(infra/scripts/python-env.sh sdk | tail -n1)"
+# The web console's checks: Debian's chromium, console/node_modules (tsc, uPlot, axe-core),
+# Playwright.
+AGENTRL_CONSOLE_VENV="$(infra/scripts/console-env.sh | tail -n1)"
 
 step "moto on 127.0.0.1"
 AGENTRL_MOTO_STATE="$(mktemp -d)"
@@ -60,6 +64,12 @@ cargo build --quiet --locked -p agentrl
   --no-deps --no-build-isolation --force-reinstall ./sdk/python
 AGENTRL_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/agentrl" \
   "$AGENTRL_SDK_VENV/bin/python" -m pytest -q -p no:cacheprovider sdk/python/tests
+
+step "web console: tsc --noEmit (checkJs, strict), vendored uPlot, pages in headless Chromium"
+(cd console && npm run --silent typecheck && npm run --silent check-vendor)
+# The browser tests run `agentrl demo --data-dir` and browse its data with `agentrl serve`.
+AGENTRL_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/agentrl" \
+  "$AGENTRL_CONSOLE_VENV/bin/python" -m pytest -q -p no:cacheprovider tests/console
 
 step "cuda build: cargo check --features cuda, nvcc 13.0 from PyPI (no GPU needed)"
 # A CUDA-only compile error cannot land; candle's kernels are compiled by nvcc here too.

@@ -4,9 +4,11 @@
 //! or style and no other origin: the page can only run the code shipped here and talk to the
 //! API it came from.
 //!
-//! A path under `/console/` that names no file and has no extension is a view of the app
-//! (`/console/runs/run-1`): it gets `index.html`, whose script routes on the path, so every
-//! view is a link. A missing file (`/console/nope.js`) is a 404.
+//! A path under `/console/` outside the app's own files is a view of the app
+//! (`/console/runs/run-1`, `/console/agents/team/bot.v1`): it gets `index.html`, whose script
+//! routes on the path, so every view is a link. A missing file is a 404: one under a folder
+//! of the app's files (`/console/views/nope.js`) or a file name at the top
+//! (`/console/nope.js`).
 
 use std::sync::OnceLock;
 
@@ -73,9 +75,14 @@ fn find(path: &str) -> Option<usize> {
     ASSETS.binary_search_by(|(name, _)| (*name).cmp(path)).ok()
 }
 
-/// A path the app routes on: no extension in its last segment.
+/// A path the app routes on: not under one of its folders, and not a file name at the top.
+/// (Ids in views may hold dots, `agents/bot.v1`; views have a folder of their own.)
 fn is_view(path: &str) -> bool {
-    !path.rsplit('/').next().unwrap_or_default().contains('.')
+    let (first, rest) = path.split_once('/').unwrap_or((path, ""));
+    let in_app_folder = ASSETS
+        .iter()
+        .any(|(name, _)| name.split_once('/').is_some_and(|(dir, _)| dir == first));
+    !in_app_folder && (!rest.is_empty() || !first.contains('.'))
 }
 
 fn content_type(name: &str) -> &'static str {
@@ -159,7 +166,13 @@ mod tests {
 
     #[tokio::test]
     async fn views_get_the_app_files_get_themselves_and_missing_files_a_404() {
-        for view in ["/console/", "/console/runs/run-1", "/console/agents"] {
+        for view in [
+            "/console/",
+            "/console/runs/run-1",
+            "/console/agents",
+            "/console/agents/team/bot.v1",
+            "/console/agents/bot.v1",
+        ] {
             let (status, headers, body) = get(view, &[]).await;
             assert_eq!(status, StatusCode::OK, "{view}");
             assert_eq!(body, index(), "{view}");
@@ -181,9 +194,11 @@ mod tests {
             headers[header::CONTENT_TYPE],
             "text/javascript; charset=utf-8"
         );
-        let (status, headers, _) = get("/console/nope.js", &[]).await;
-        assert_eq!(status, StatusCode::NOT_FOUND);
-        assert!(headers.contains_key(header::CONTENT_SECURITY_POLICY));
+        for missing in ["/console/nope.js", "/console/views/nope.js", "/console/vendor/x"] {
+            let (status, headers, _) = get(missing, &[]).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+            assert!(headers.contains_key(header::CONTENT_SECURITY_POLICY));
+        }
     }
 
     #[tokio::test]
