@@ -194,7 +194,11 @@ mod tests {
             headers[header::CONTENT_TYPE],
             "text/javascript; charset=utf-8"
         );
-        for missing in ["/console/nope.js", "/console/views/nope.js", "/console/vendor/x"] {
+        for missing in [
+            "/console/nope.js",
+            "/console/views/nope.js",
+            "/console/vendor/x",
+        ] {
             let (status, headers, _) = get(missing, &[]).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
             assert!(headers.contains_key(header::CONTENT_SECURITY_POLICY));
