@@ -11,6 +11,8 @@ import * as login from "./views/login.js";
 import * as notFound from "./views/notfound.js";
 import * as run from "./views/run.js";
 import * as runs from "./views/runs.js";
+import * as trajectories from "./views/trajectories.js";
+import * as trajectory from "./views/trajectory.js";
 
 /**
  * What a view gets.
@@ -36,6 +38,8 @@ const ROUTES = [
   [/^\/runs$/, runs, [], true],
   [/^\/runs\/compare$/, compare, [], true],
   [/^\/runs\/([^/]+)$/, run, ["id"], true],
+  [/^\/trajectories$/, trajectories, [], true],
+  [/^\/trajectories\/(.+)$/, trajectory, ["id"], true],
 ];
 
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
@@ -45,6 +49,8 @@ const account = /** @type {HTMLElement} */ (document.getElementById("account"));
 /** @type {AbortController | null} */
 let current = null;
 let firstRender = true;
+/** The path and query of the view drawn last (or being drawn). */
+let routed = "";
 
 /**
  * @param {string} url
@@ -73,7 +79,7 @@ function drawHeader() {
   /** @param {string} href @param {string} text */
   const item = (href, text) =>
     h("li", null, h("a", { href, "aria-current": path === href || path.startsWith(`${href}/`) ? "page" : null }, text));
-  replace(nav, signedIn ? h("ul", null, item(`${BASE}/agents`, "Agents"), item(`${BASE}/runs`, "Training runs")) : null);
+  replace(nav, signedIn ? h("ul", null, item(`${BASE}/agents`, "Agents"), item(`${BASE}/runs`, "Training runs"), item(`${BASE}/trajectories`, "Trajectories")) : null);
   replace(
     account,
     signedIn
@@ -99,6 +105,7 @@ export async function route() {
   current?.abort();
   const ctl = new AbortController();
   current = ctl;
+  routed = here();
   resetCharts();
 
   let rel = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : location.pathname;
@@ -170,7 +177,10 @@ export async function route() {
   main.removeAttribute("aria-busy");
   replace(main, page);
   document.title = `${title} · agentrl console`;
-  if (!firstRender) {
+  const target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+  if (target) {
+    target.scrollIntoView();
+  } else if (!firstRender) {
     const heading = main.querySelector("h1");
     (heading instanceof HTMLElement ? heading : main).focus();
   }
@@ -190,10 +200,15 @@ document.addEventListener("click", (ev) => {
     main.focus();
     return;
   }
+  // An anchor in this page (a turn, a tool call): the browser scrolls to it.
+  if (url.hash && url.pathname + url.search === here()) return;
   ev.preventDefault();
   if (url.pathname + url.search !== here()) navigate(url.pathname + url.search);
 });
 
-window.addEventListener("popstate", () => void route());
+// Moving between anchors of the same page (back and forth included) is the browser's.
+window.addEventListener("popstate", () => {
+  if (here() !== routed) void route();
+});
 setUnauthorizedHandler(toLogin);
 void route();

@@ -125,3 +125,23 @@ export function money(usd) {
 export function statusBadge(status) {
   return h("span", { class: `badge status-${status}` }, status);
 }
+
+/**
+ * A trajectory's outcome: succeeded, failed, or none posted.
+ * @param {boolean | null | undefined} success
+ */
+export function outcomeBadge(success) {
+  if (success === true) return h("span", { class: "badge status-succeeded" }, "success");
+  if (success === false) return h("span", { class: "badge status-failed" }, "failure");
+  return h("span", { class: "badge status-queued" }, "no outcome");
+}
+
+/**
+ * Token counts as `in / out`, or "—" when none was reported.
+ * @param {number | null | undefined} input
+ * @param {number | null | undefined} output
+ */
+export function tokens(input, output) {
+  if ((input === null || input === undefined) && (output === null || output === undefined)) return "—";
+  return `${input ?? "—"} / ${output ?? "—"}`;
+}

@@ -86,6 +86,11 @@ export async function render(ctx, page) {
       ),
       h("p", null, link(`/console/runs?agent_id=${enc(id)}`, `All runs of ${id}`)),
     ),
+    h("section", { "aria-labelledby": "trajectories-h" },
+      h("h2", { id: "trajectories-h" }, "Trajectories"),
+      h("p", null, "The conversations this agent had, turn by turn, with their rewards: ",
+        link(`/console/trajectories?agent_id=${enc(id)}`, `Trajectories of ${id}`, { id: "agent-trajectories" }), "."),
+    ),
   );
   return a.name;
 }
