@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::spawn_stack;
+use crate::helpers::{Stack, spawn_aws_stack, spawn_stack};
 
 fn report(id: &str, tokens: u64) -> Value {
     json!({"report_id": id, "tokens": tokens})
@@ -385,4 +385,62 @@ async fn adaptive_allocation_learns_from_successful_budgets() {
         (400, Some("adaptive.percent"))
     );
     s.stop().await;
+}
+
+/// A tenant's budgets are listed newest first, page by page, and only its own.
+async fn budgets_are_listed(s: Stack) {
+    let mut created = Vec::new();
+    for task in ["Fix typo in README", "Add a flag", "Port the parser"] {
+        created.push(s.create(task, None).await);
+        // Distinct creation times, so newest-first is one order.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let (status, other, _) = s
+        .send(
+            "POST",
+            "/v1/budgets",
+            Some(&s.key_b),
+            Some(&json!({"task_id": "t-b", "task": {"description": "B's task"}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{other}");
+
+    let listed = s.pages("/v1/budgets", "budgets", &s.key_a, 2).await;
+    let ids = |v: &[Value]| -> Vec<String> {
+        v.iter()
+            .map(|b| b["budget_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut newest_first = ids(&created);
+    newest_first.reverse();
+    assert_eq!(ids(&listed), newest_first);
+    // Each is shown as `GET /v1/budgets/{id}` shows it.
+    for budget in &listed {
+        let (_, read) = s
+            .a(
+                "GET",
+                &format!("/v1/budgets/{}", budget["budget_id"].as_str().unwrap()),
+                None,
+            )
+            .await;
+        assert_eq!(budget, &read);
+    }
+    let theirs = s.pages("/v1/budgets", "budgets", &s.key_b, 100).await;
+    assert_eq!(
+        ids(&theirs),
+        vec![other["budget_id"].as_str().unwrap().to_owned()]
+    );
+    let (status, bad) = s.a("GET", "/v1/budgets?cursor=not-a-cursor", None).await;
+    assert_eq!(status, 400, "{bad}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn budgets_are_listed_on_sqlite() {
+    budgets_are_listed(spawn_stack().await).await;
+}
+
+#[tokio::test]
+async fn budgets_are_listed_on_dynamodb() {
+    budgets_are_listed(spawn_aws_stack().await).await;
 }

@@ -350,6 +350,26 @@ async fn scenario(s: Stack) {
         (&json!(0), &Value::Null),
         "{usage}"
     );
+
+    // Listed newest first, page by page, each as read by id; none of them for tenant B.
+    let listed = s.pages("/v1/evaluations", "evaluations", &s.key_a, 2).await;
+    assert!(listed.len() >= 3, "{listed:?}");
+    let times: Vec<u64> = listed
+        .iter()
+        .map(|e| e["created_at_ms"].as_u64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+    for evaluation in &listed {
+        let id = evaluation["evaluation_id"].as_str().unwrap();
+        let (_, read) = s.a("GET", &format!("/v1/evaluations/{id}"), None).await;
+        assert_eq!(evaluation, &read);
+    }
+    assert_eq!(
+        s.pages("/v1/evaluations", "evaluations", &s.key_b, 100)
+            .await
+            .len(),
+        0
+    );
     s.stop().await;
 }
 

@@ -149,6 +149,29 @@ impl Stack {
         (s, v)
     }
 
+    /// Every item of the listing at `path` (items under `field`), as `key` sees it, read
+    /// `limit` at a time by following `next_cursor`.
+    pub async fn pages(&self, path: &str, field: &str, key: &str, limit: usize) -> Vec<Value> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut url = format!("{path}?limit={limit}");
+            if let Some(c) = &cursor {
+                url.push_str(&format!(
+                    "&cursor={}",
+                    agentrl_http::query::encode_component(c)
+                ));
+            }
+            let (status, page, _) = self.send("GET", &url, Some(key), None).await;
+            assert_eq!(status, 200, "{page}");
+            items.extend(page[field].as_array().unwrap().iter().cloned());
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return items,
+            }
+        }
+    }
+
     pub async fn create(&self, description: &str, complexity: Option<&str>) -> Value {
         let mut body = serde_json::json!({"task_id": "t-1", "task": {"description": description}});
         if let Some(c) = complexity {

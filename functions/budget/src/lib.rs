@@ -56,6 +56,7 @@ impl BudgetState {
     paths(
         routes::create::create,
         routes::read::read,
+        routes::read::list,
         routes::consume::consume,
         routes::complete::complete,
     ),
@@ -83,7 +84,10 @@ fn document() -> utoipa::openapi::OpenApi {
 /// The budget routes and their OpenAPI document.
 pub fn service(state: BudgetState) -> Service {
     let router = Router::new()
-        .route("/v1/budgets", post(routes::create::create))
+        .route(
+            "/v1/budgets",
+            post(routes::create::create).get(routes::read::list),
+        )
         .route("/v1/budgets/{id}", get(routes::read::read))
         .route(
             "/v1/budgets/{id}/consumption",

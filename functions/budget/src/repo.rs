@@ -2,7 +2,8 @@
 //!
 //! Layout (single-table): partition `tenant#budget#ID` holds the budget (`sk = budget`) and
 //! one item per applied report (`sk = report#REPORT_ID`); `tenant#config#budgets` holds the
-//! configuration; `tenant#budget-usage#TIER` holds the adaptive history.
+//! configuration; `tenant#budget-usage#TIER` holds the adaptive history; `tenant#budgets#all`
+//! lists the budgets newest first (`sk = CREATED_MS#ID`, see [`agentrl_store::listing`]).
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use agentrl_core::{
 use agentrl_store::{
     StoreError,
     keys::partition,
+    listing,
     ports::{Condition, Item, Key, Put, Table, Write, encode},
     tenant_config::TenantConfig,
 };
@@ -132,15 +134,50 @@ impl BudgetRepo {
 
     /// Stores a new budget.
     pub async fn create(&self, t: &TenantId, budget: &Budget) -> Result<(), StoreError> {
+        let expires_at = expiry(budget.updated_at_ms);
         self.table
-            .put(Put {
-                key: Self::budget_key(t, &budget.budget_id),
-                doc: encode(budget)?,
-                expires_at: expiry(budget.updated_at_ms),
-                condition: Condition::Absent,
-            })
+            .transact(vec![
+                Write::Put(Put {
+                    key: Self::budget_key(t, &budget.budget_id),
+                    doc: encode(budget)?,
+                    expires_at,
+                    condition: Condition::Absent,
+                }),
+                // The entry expires with the budget as created; one kept alive by later
+                // reports outlives it and is then only reachable by id.
+                Write::Put(listing::entry(
+                    Self::listing_pk(t),
+                    budget.created_at_ms,
+                    &budget.budget_id,
+                    expires_at,
+                )),
+            ])
             .await
-            .map(drop)
+    }
+
+    fn listing_pk(t: &TenantId) -> String {
+        partition(t, "budgets", "all")
+    }
+
+    /// A page of the tenant's budgets, newest first, and the next page's cursor.
+    pub async fn list(
+        &self,
+        t: &TenantId,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> Result<(Vec<Budget>, Option<String>), StoreError> {
+        let (ids, next) =
+            listing::newest_first(self.table.as_ref(), Self::listing_pk(t), limit, cursor).await?;
+        let keys: Vec<Key> = ids.iter().map(|id| Self::budget_key(t, id)).collect();
+        let budgets = self
+            .table
+            .get_many(&keys)
+            .await?
+            .into_iter()
+            .flatten()
+            .map(|item| item.decode().map(|(b, _)| b))
+            .collect::<Result<_, _>>()?;
+        Ok((budgets, next))
     }
 
     /// A report already applied to the budget, if any.

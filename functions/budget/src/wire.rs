@@ -257,6 +257,14 @@ impl From<&Budget> for BudgetView {
     }
 }
 
+/// A page of budgets, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct BudgetPage {
+    pub budgets: Vec<BudgetView>,
+    /// Present while more may follow: pass it as `cursor`.
+    pub next_cursor: Option<String>,
+}
+
 /// The answer to a consumption report.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct DecisionView {

@@ -81,6 +81,7 @@ impl RewardState {
         routes::examples::export,
         routes::evaluations::create,
         routes::evaluations::read,
+        routes::evaluations::list,
         routes::gates::check,
         routes::usage::usage,
     ),
@@ -132,7 +133,10 @@ pub fn service(state: RewardState) -> Service {
             "/v1/executions/{id}/verifications",
             post(routes::verify::verify),
         )
-        .route("/v1/evaluations", post(routes::evaluations::create))
+        .route(
+            "/v1/evaluations",
+            post(routes::evaluations::create).get(routes::evaluations::list),
+        )
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let router = Router::new()
         .route("/v1/executions", post(routes::create::create))

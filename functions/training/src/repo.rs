@@ -21,6 +21,7 @@ use agentrl_core::{
 use agentrl_store::{
     StoreError,
     keys::partition,
+    listing,
     ports::{Condition, Item, Key, Page, Put, Query, SortRange, Table, Write, encode},
     retry::Contended,
     tenant_config::TenantConfig,
@@ -356,16 +357,20 @@ impl TrainingRepo {
         run: &RunRecord,
         track_active: bool,
     ) -> Result<(), StoreError> {
-        let sk = format!("{:013}#{}", run.created_at_ms, run.run_id);
-        let entry = serde_json::json!({ "run_id": run.run_id });
         let mut writes = vec![
             put(run_key(t, &run.run_id), encode(run)?, Condition::Absent),
-            put(
-                Key::new(agent_runs_pk(t, &run.agent_id), sk.clone()),
-                entry.clone(),
-                Condition::None,
-            ),
-            put(Key::new(all_runs_pk(t), sk), entry, Condition::None),
+            Write::Put(listing::entry(
+                agent_runs_pk(t, &run.agent_id),
+                run.created_at_ms,
+                &run.run_id,
+                None,
+            )),
+            Write::Put(listing::entry(
+                all_runs_pk(t),
+                run.created_at_ms,
+                &run.run_id,
+                None,
+            )),
         ];
         if track_active {
             writes.push(put(
@@ -410,27 +415,7 @@ impl TrainingRepo {
         cursor: Option<String>,
     ) -> Result<(Vec<String>, Option<String>), StoreError> {
         let pk = agent.map_or_else(|| all_runs_pk(t), |a| agent_runs_pk(t, a));
-        let page = self
-            .table
-            .query(&Query {
-                pk,
-                range: SortRange::All,
-                limit,
-                cursor,
-                ascending: false,
-            })
-            .await?;
-        let ids = page
-            .items
-            .iter()
-            .filter_map(|i| {
-                i.doc
-                    .get("run_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .collect();
-        Ok((ids, page.next))
+        listing::newest_first(self.table.as_ref(), pk, limit, cursor).await
     }
 
     /// The runs under `ids`, in order (an id without a run is skipped).

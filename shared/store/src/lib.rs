@@ -14,6 +14,7 @@ pub mod clock;
 pub mod embedded;
 mod error;
 pub mod keys;
+pub mod listing;
 mod objects;
 pub mod open_list;
 pub mod ports;

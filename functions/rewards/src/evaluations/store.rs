@@ -1,6 +1,7 @@
 //! Where evaluations live: the record in the table (`tenant#evaluation#ID`, `sk =
 //! evaluation`), the request it was asked with as an object (`evaluations/TENANT/ID.json`:
-//! a change's files can pass the table's item limit).
+//! a change's files can pass the table's item limit), and the tenant's listing, newest first
+//! (`tenant#evaluations#all`, see [`agentrl_store::listing`]).
 
 use std::sync::Arc;
 
@@ -8,7 +9,8 @@ use agentrl_core::TenantId;
 use agentrl_store::{
     StoreError,
     keys::partition,
-    ports::{Condition, Item, Key, Objects, Put, Table, encode},
+    listing,
+    ports::{Condition, Item, Key, Objects, Put, Table, Write, encode},
 };
 use bytes::Bytes;
 
@@ -23,6 +25,10 @@ pub(crate) struct EvaluationStore {
 
 fn key(t: &TenantId, id: &str) -> Key {
     Key::new(partition(t, "evaluation", id), "evaluation")
+}
+
+fn listing_pk(t: &TenantId) -> String {
+    partition(t, "evaluations", "all")
 }
 
 fn request_path(t: &TenantId, id: &str) -> String {
@@ -49,14 +55,42 @@ impl EvaluationStore {
             )
             .await?;
         self.table
-            .put(Put {
-                key: key(t, &evaluation.evaluation_id),
-                doc: encode(evaluation)?,
-                expires_at: None,
-                condition: Condition::Absent,
-            })
+            .transact(vec![
+                Write::Put(Put {
+                    key: key(t, &evaluation.evaluation_id),
+                    doc: encode(evaluation)?,
+                    expires_at: None,
+                    condition: Condition::Absent,
+                }),
+                Write::Put(listing::entry(
+                    listing_pk(t),
+                    evaluation.created_at_ms,
+                    &evaluation.evaluation_id,
+                    None,
+                )),
+            ])
             .await
-            .map(drop)
+    }
+
+    /// A page of the tenant's evaluations, newest first, and the next page's cursor.
+    pub(crate) async fn list(
+        &self,
+        t: &TenantId,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> Result<(Vec<Evaluation>, Option<String>), StoreError> {
+        let (ids, next) =
+            listing::newest_first(self.table.as_ref(), listing_pk(t), limit, cursor).await?;
+        let keys: Vec<Key> = ids.iter().map(|id| key(t, id)).collect();
+        let evaluations = self
+            .table
+            .get_many(&keys)
+            .await?
+            .into_iter()
+            .flatten()
+            .map(|item| item.decode().map(|(e, _)| e))
+            .collect::<Result<_, _>>()?;
+        Ok((evaluations, next))
     }
 
     /// An evaluation with the version it was read at.

@@ -1,12 +1,17 @@
-//! `POST /v1/evaluations` and `GET /v1/evaluations/{id}`.
+//! `POST /v1/evaluations`, `GET /v1/evaluations/{id}` and `GET /v1/evaluations`.
 
-use agentrl_http::{ApiError, Problem, Tenant, ValidJson};
+use agentrl_http::{
+    ApiError, Problem, Tenant, ValidJson,
+    query::{DEFAULT_LIMIT, MAX_LIMIT, limit},
+};
 use agentrl_store::StoreError;
 use axum::{
     Json,
-    extract::{Path, State},
+    extract::{Path, Query, State},
     http::{StatusCode, header},
 };
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::{
     RewardState,
@@ -94,4 +99,46 @@ pub(crate) async fn read(
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found("evaluation"))
+}
+
+/// `?cursor=&limit=`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListParams {
+    cursor: Option<String>,
+    limit: Option<String>,
+}
+
+/// A page of evaluations, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct EvaluationPage {
+    evaluations: Vec<Evaluation>,
+    /// Present while more may follow: pass it as `cursor`.
+    next_cursor: Option<String>,
+}
+
+/// List the tenant's evaluations, newest first, each as `GET /v1/evaluations/{id}` shows it.
+#[utoipa::path(get, path = "/v1/evaluations", tag = "judges",
+    params(
+        ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Evaluations per page (default 100, at most 1000)"),
+    ),
+    responses(
+        (status = 200, description = "One page", body = EvaluationPage),
+        (status = 400, description = "A bad number or cursor", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn list(
+    State(state): State<RewardState>,
+    Tenant(tenant): Tenant,
+    Query(params): Query<ListParams>,
+) -> Result<Json<EvaluationPage>, ApiError> {
+    let limit = limit(params.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+    let (evaluations, next_cursor) = state
+        .evaluations
+        .list(&tenant, limit, params.cursor)
+        .await
+        .map_err(ApiError::from_page_query)?;
+    Ok(Json(EvaluationPage {
+        evaluations,
+        next_cursor,
+    }))
 }
