@@ -363,6 +363,25 @@ async fn scenario(s: Stack) {
         let id = evaluation["evaluation_id"].as_str().unwrap();
         let (_, read) = s.a("GET", &format!("/v1/evaluations/{id}"), None).await;
         assert_eq!(evaluation, &read);
+        // The change it judged, as sent: every evaluation here was asked with one.
+        let (status, change) = s
+            .a("GET", &format!("/v1/evaluations/{id}/change"), None)
+            .await;
+        assert_eq!(status, 200, "{change}");
+        assert_eq!(
+            change["before"]["files"],
+            json!({"pager.py": PAGER, "test_pager.py": TEST})
+        );
+        assert!(change["after"]["files"]["pager.py"].is_string(), "{change}");
+        let (status, ..) = s
+            .send(
+                "GET",
+                &format!("/v1/evaluations/{id}/change"),
+                Some(&s.key_b),
+                None,
+            )
+            .await;
+        assert_eq!(status, 404, "another tenant's evaluation");
     }
     assert_eq!(
         s.pages("/v1/evaluations", "evaluations", &s.key_b, 100)

@@ -82,6 +82,7 @@ impl RewardState {
         routes::evaluations::create,
         routes::evaluations::read,
         routes::evaluations::list,
+        routes::evaluations::change,
         routes::gates::check,
         routes::usage::usage,
     ),
@@ -136,6 +137,10 @@ pub fn service(state: RewardState) -> Service {
         .route(
             "/v1/evaluations",
             post(routes::evaluations::create).get(routes::evaluations::list),
+        )
+        .route(
+            "/v1/evaluations/{id}/change",
+            get(routes::evaluations::change),
         )
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let router = Router::new()

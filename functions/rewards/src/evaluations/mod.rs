@@ -295,3 +295,35 @@ pub(crate) async fn read(
 ) -> Result<Option<Evaluation>, StoreError> {
     Ok(store.get(tenant, id).await?.map(|(e, _)| e))
 }
+
+/// Why an evaluation's change is not shown.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ChangeError {
+    #[error("no such evaluation")]
+    NotFound,
+    #[error("the evaluation was asked without a change")]
+    NoChange,
+    #[error("the evaluation's request cannot be read: {0}")]
+    Unreadable(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The change an evaluation was asked to judge, as it was sent.
+pub(crate) async fn change(
+    store: &EvaluationStore,
+    tenant: &TenantId,
+    id: &str,
+) -> Result<ChangeBody, ChangeError> {
+    if store.get(tenant, id).await?.is_none() {
+        return Err(ChangeError::NotFound);
+    }
+    // The record is written after its request (`EvaluationStore::create`), so a record
+    // without one means the request object was removed.
+    let request = store
+        .request(tenant, id)
+        .await?
+        .ok_or_else(|| ChangeError::Unreadable("its request object is gone".into()))?
+        .map_err(|e| ChangeError::Unreadable(e.to_string()))?;
+    request.change.ok_or(ChangeError::NoChange)
+}

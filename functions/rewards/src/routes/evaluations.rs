@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use crate::{
     RewardState,
-    evaluations::{self, Evaluation, EvaluationRequest, SubmitError},
+    evaluations::{self, ChangeBody, ChangeError, Evaluation, EvaluationRequest, SubmitError},
 };
 
 /// 202 with a `Location` header and the queued evaluation.
@@ -99,6 +99,44 @@ pub(crate) async fn read(
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found("evaluation"))
+}
+
+impl From<ChangeError> for ApiError {
+    fn from(e: ChangeError) -> Self {
+        match e {
+            ChangeError::NotFound => ApiError::not_found("evaluation"),
+            ChangeError::NoChange => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "the evaluation was asked without a change",
+            ),
+            ChangeError::Unreadable(reason) => {
+                tracing::error!(%reason, "an evaluation's stored request cannot be read");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the evaluation's request cannot be read",
+                )
+            }
+            ChangeError::Store(e) => e.into(),
+        }
+    }
+}
+
+/// The change an evaluation judged, as it was sent: both snapshots of the touched files (the
+/// report's `diff` holds what was found in it, by file and line).
+#[utoipa::path(get, path = "/v1/evaluations/{id}/change", tag = "judges",
+    params(("id" = String, Path, description = "The evaluation id")),
+    responses(
+        (status = 200, description = "The change", body = ChangeBody),
+        (status = 404, description = "No such evaluation for this tenant, or it was asked without a change", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn change(
+    State(state): State<RewardState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+) -> Result<Json<ChangeBody>, ApiError> {
+    Ok(Json(
+        evaluations::change(&state.evaluations, &tenant, &id).await?,
+    ))
 }
 
 /// `?cursor=&limit=`.
