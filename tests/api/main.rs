@@ -22,4 +22,5 @@ mod rewards;
 mod serving;
 mod traces;
 mod training;
+mod trajectories;
 mod turn_judges;

@@ -63,6 +63,7 @@ pub fn envelope(tenant: &str, received_at_ms: i64, trajectory: Value) -> String 
         tenant: tenant.to_owned(),
         received_at_ms,
         trajectory: serde_json::from_value(trajectory).unwrap(),
+        source: Some(agentrl_core::envelope::Source::Api),
     })
     .unwrap()
 }

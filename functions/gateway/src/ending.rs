@@ -70,6 +70,7 @@ pub(crate) async fn end(
             tenant,
             received_at_ms,
             t.clone(),
+            agentrl_core::envelope::Source::Gateway,
         )
         .await?;
     }

@@ -28,6 +28,7 @@ fn trajectory(i: usize) -> Envelope {
         version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: format!("tenant-{}", i % 4),
         received_at_ms: 1_795_348_800_000,
+        source: Some(agentrl_core::envelope::Source::Api),
         trajectory: serde_json::from_value(json!({
             "trajectory_id": format!("t-{i}"), "agent_id": format!("agent-{}", i % 10),
             "conversation_id": format!("c-{i}"), "group_id": format!("g-{}", i / 8),

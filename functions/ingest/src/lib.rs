@@ -2,7 +2,9 @@
 //! the queue worker turns batches of them into turn rows — rewarded per turn (by rules, or in
 //! part by the tenant's critic model: `judged`), anonymised,
 //! optionally with differentially private episode rewards — and writes one Parquet object per
-//! (tenant, date) of the batch under `trajectories/tenant=…/date=…/`.
+//! (tenant, date) of the batch under `trajectories/tenant=…/date=…/`, then indexes each
+//! trajectory in the table (`repo`), which `GET /v1/trajectories` lists and
+//! `GET /v1/trajectories/{id}` reads back with its turn rows.
 //!
 //! The same worker runs as the SQS-triggered Lambda (`bin/ingest.rs`) and in-process under
 //! `agentrl serve` over the embedded queue.
@@ -11,9 +13,11 @@ mod config;
 mod judged;
 mod ledger;
 mod paths;
+mod repo;
 mod routes;
 mod rows;
 mod trajectories;
+mod wire;
 mod worker;
 
 use std::sync::Arc;
@@ -73,8 +77,12 @@ impl TrajectoryState {
 #[openapi(
     paths(
         routes::post::post,
+        routes::list::list,
+        routes::read::read,
         routes::privacy::budget,
     ),
+    // A query parameter's schema is referenced, not collected: name it here.
+    components(schemas(repo::Outcome)),
     tags((name = "trajectories", description = "Trajectory collection for training"))
 )]
 struct TrajectoryApi;
@@ -82,7 +90,11 @@ struct TrajectoryApi;
 /// The trajectory routes and their OpenAPI document.
 pub fn service(state: TrajectoryState) -> Service {
     let router = Router::new()
-        .route("/v1/trajectories", post(routes::post::post))
+        .route(
+            "/v1/trajectories",
+            post(routes::post::post).get(routes::list::list),
+        )
+        .route("/v1/trajectories/{id}", get(routes::read::read))
         .route("/v1/privacy/budget", get(routes::privacy::budget))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES));
     let configs = ConfigApi {

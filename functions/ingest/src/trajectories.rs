@@ -1,5 +1,6 @@
-//! The trajectory API's use cases: enqueue a validated trajectory for the worker, and read
-//! the tenant's privacy accounting. Turning trajectories into rows is the worker's.
+//! The trajectory API's use cases: enqueue a validated trajectory for the worker, list the
+//! trajectories the worker indexed, read one back with its turn rows, and read the tenant's
+//! privacy accounting. Turning trajectories into rows is the worker's.
 
 use std::sync::Arc;
 
@@ -11,8 +12,13 @@ use agentrl_store::{
     ports::{Objects, Queue, Table},
     tenant_config::TenantConfig,
 };
+use agentrl_turns::{TurnRow, read_turns};
+use anyhow::Context;
 
-use crate::{IngestConfig, ledger};
+use crate::{
+    IngestConfig, ledger,
+    repo::{self, Filter, Summary},
+};
 
 /// Why a trajectory was not enqueued.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +54,7 @@ pub(crate) async fn submit(
         tenant,
         now_ms(),
         trajectory,
+        agentrl_core::envelope::Source::Api,
     )
     .await?;
     Ok(id)
@@ -67,4 +74,54 @@ pub(crate) async fn privacy_spend(
             .differential_privacy
             .map(|dp| dp.budget),
     })
+}
+
+/// A page of the tenant's trajectories, newest first, and the next page's cursor.
+pub(crate) async fn list(
+    table: &dyn Table,
+    tenant: &TenantId,
+    filter: &Filter<'_>,
+    limit: usize,
+    cursor: Option<String>,
+) -> Result<(Vec<Summary>, Option<String>), StoreError> {
+    repo::list(table, tenant, filter, limit, cursor).await
+}
+
+/// The summary of `trajectory_id` and its turn rows in order, read from the objects its
+/// summary names (only the rows of its own message: an object holds a whole batch); `None`
+/// when the tenant has no such trajectory.
+pub(crate) async fn get(
+    table: &dyn Table,
+    objects: &dyn Objects,
+    tenant: &TenantId,
+    trajectory_id: &str,
+) -> Result<Option<(Summary, Vec<TurnRow>)>, StoreError> {
+    let Some(summary) = repo::summary(table, tenant, trajectory_id).await? else {
+        return Ok(None);
+    };
+    let mut turns = Vec::new();
+    for path in &summary.objects {
+        let bytes = objects
+            .get(path)
+            .await?
+            .with_context(|| format!("{path}, named by the index, is gone"))?;
+        let (id, message) = (summary.trajectory_id.clone(), summary.message_id.clone());
+        let path = path.clone();
+        // Decoding is CPU-bound: keep it off the async workers.
+        let rows = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<TurnRow>> {
+            let mut rows = Vec::new();
+            for row in read_turns(bytes).with_context(|| format!("reading {path}"))? {
+                let row = row.with_context(|| format!("reading {path}"))?;
+                if row.trajectory_id == id && row.message_id == message {
+                    rows.push(row);
+                }
+            }
+            Ok(rows)
+        })
+        .await
+        .context("the Parquet decoder panicked")??;
+        turns.extend(rows);
+    }
+    turns.sort_by_key(|r| r.turn_index);
+    Ok(Some((summary, turns)))
 }

@@ -8,6 +8,11 @@
 //!
 //! A batch's messages are prepared concurrently: with judged turn rewards on, a trajectory
 //! waits on its judges, and [`JUDGING_BUDGET`] bounds the whole batch's judging.
+//!
+//! Once an object is written, each of its trajectories is indexed (`repo`): a summary the
+//! listing routes read, written once per trajectory however often it is delivered. A message
+//! whose summary could not be written is retried; its rows then land in a later object too,
+//! and the index keeps naming the first.
 
 use std::{
     collections::BTreeMap,
@@ -18,6 +23,7 @@ use std::{
 use agentrl_core::{
     TenantId,
     calendar::utc_date,
+    envelope::Source,
     privacy::{Pseudonymizer, Scrubber, TENANT, anonymize},
     trajectory::{SourcedReward, turn_rewards},
 };
@@ -30,6 +36,7 @@ use agentrl_store::{
 };
 use agentrl_turns::{TurnRow, TurnWriter, WriterOptions};
 use anyhow::Context;
+use futures::StreamExt;
 
 use crate::{
     Envelope,
@@ -37,8 +44,12 @@ use crate::{
     judged::judge_turns,
     ledger,
     paths::object_path,
+    repo::{self, Summary},
     rows::{Provenance, rows},
 };
+
+/// How many trajectories of a batch are indexed at once (one table transaction each).
+const INDEX_CONCURRENCY: usize = 16;
 
 /// How long a batch's judges may take, from its start: the ingest Lambda runs for at most 60 s
 /// and still has to encode and write the batch. A judgment not started by then abstains, and
@@ -61,9 +72,13 @@ impl From<StoreError> for Failure {
 
 /// One message's rows, with the partition they go to.
 struct Prepared {
+    /// The tenant as authenticated: the index's keys.
+    tenant_id: TenantId,
+    /// Its keyed hash: the turn table's partition.
     tenant: String,
     date: String,
     message_id: String,
+    source: Option<Source>,
     rows: Vec<TurnRow>,
 }
 
@@ -131,10 +146,18 @@ impl Ingest {
             let ids: Vec<String> = prepared.iter().map(|p| p.message_id.clone()).collect();
             let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
             let path = object_path(&tenant, &date, &id_refs);
+            let summaries: Vec<(TenantId, String, Option<Summary>)> = prepared
+                .iter()
+                .map(|p| {
+                    let summary = Summary::of(&p.rows, p.source, &path);
+                    (p.tenant_id.clone(), p.message_id.clone(), summary)
+                })
+                .collect();
             let rows: Vec<TurnRow> = prepared.into_iter().flat_map(|p| p.rows).collect();
             match self.write(&path, rows).await {
                 Ok(count) => {
-                    tracing::info!(object = %path, rows = count, messages = ids.len(), "turns written")
+                    tracing::info!(object = %path, rows = count, messages = ids.len(), "turns written");
+                    retry.extend(self.index(summaries).await);
                 }
                 Err(e) => {
                     tracing::warn!(object = %path, error = %format!("{e:#}"), "write failed; the batch's messages will be retried");
@@ -209,10 +232,34 @@ impl Ingest {
         };
         Ok(Prepared {
             tenant: self.pseudonyms.pseudonym(TENANT, tenant.as_str()),
+            tenant_id: tenant,
             date: utc_date(envelope.received_at_ms),
             message_id: message.id.clone(),
+            source: envelope.source,
             rows: rows(&t, &rewards, &provenance),
         })
+    }
+
+    /// Indexes the trajectories of a written object; returns the messages whose summary
+    /// could not be written, for a retry.
+    async fn index(&self, summaries: Vec<(TenantId, String, Option<Summary>)>) -> Vec<String> {
+        let table = self.table.as_ref();
+        futures::stream::iter(summaries)
+            .map(|(tenant, message_id, summary)| async move {
+                // A trajectory has at least one turn, so it always has a summary.
+                let summary = summary?;
+                match repo::index(table, &tenant, &summary).await {
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!(message_id = %message_id, error = %e, "indexing failed; will retry");
+                        Some(message_id)
+                    }
+                }
+            })
+            .buffer_unordered(INDEX_CONCURRENCY)
+            .filter_map(std::future::ready)
+            .collect()
+            .await
     }
 
     /// Encodes `rows` as one Parquet object at `path` (replacing any earlier copy).

@@ -1,6 +1,7 @@
 //! Handler tests driven by the fixtures in `events/trajectories/`: the API Gateway events go
 //! through the Lambda app exactly as in Lambda, the SQS batch through the batch lifter and the
-//! worker, over a real SQLite database and a real directory.
+//! worker, over a real SQLite database and a real directory; what the worker wrote is then
+//! listed and read back through the Lambda app.
 
 use std::sync::Arc;
 
@@ -143,4 +144,32 @@ async fn the_sqs_fixture_writes_rows_and_dead_letters_the_poison() {
         "{}",
         objects[0].path
     );
+
+    let app = lambda_app(&stores);
+    let (status, page) = call(&app, &fixture("list.json")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["trajectories"][0]["trajectory_id"], "traj-0001");
+    assert_eq!(page["trajectories"][0]["objects"], json!([objects[0].path]));
+    assert_eq!(page["next_cursor"], Value::Null);
+    let (status, trajectory) = call(&app, &fixture("get.json")).await;
+    assert_eq!(status, 200, "{trajectory}");
+    let rows: Vec<_> =
+        agentrl_turns::read_turns(stores.objects.get(&objects[0].path).await.unwrap().unwrap())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+    let turns = trajectory["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), rows.len());
+    for (turn, row) in turns.iter().zip(&rows) {
+        assert_eq!(turn["role"], row.role.as_str());
+        assert_eq!(turn["content"], row.content.as_str());
+        let names: Vec<&str> = row.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        let shown: Vec<&str> = turn["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(shown, names);
+    }
 }

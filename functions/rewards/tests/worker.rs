@@ -219,7 +219,7 @@ async fn a_job_of_a_newer_envelope_version_is_parked_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
     let provider = Arc::new(Provider::new(None, None));
-    let job = json!({"version": 2, "tenant": "tenant-a", "evaluation_id": "e-1", "priority": 1});
+    let job = json!({"version": 3, "tenant": "tenant-a", "evaluation_id": "e-1", "priority": 1});
     stores.evaluations.send(&job.to_string()).await.unwrap();
     let delivered = stores
         .evaluations
@@ -239,7 +239,7 @@ async fn a_job_of_a_newer_envelope_version_is_parked_with_its_reason() {
     assert!(
         parked[0]
             .reason
-            .contains("envelope version 2 is not supported"),
+            .contains("envelope version 3 is not supported"),
         "{}",
         parked[0].reason
     );

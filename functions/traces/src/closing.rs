@@ -188,6 +188,7 @@ impl TracesState {
                 t,
                 received_at_ms,
                 trajectory,
+                agentrl_core::envelope::Source::Traces,
             )
             .await?;
         }

@@ -7,14 +7,15 @@
 //! | version | shape | read as |
 //! |---|---|---|
 //! | 0 (no `version` field) | the envelope before versions | upgraded: the same fields |
-//! | 1 | `{version: 1, …}` | current |
+//! | 1 | `{version: 1, …}` | upgraded: no `source` |
+//! | 2 | `{version: 2, …}`; a trajectory envelope may name its `source` | current |
 
 use serde::{Deserialize, Serialize};
 
 use crate::trajectory::{Trajectory, Turn};
 
 /// The version writers stamp.
-pub const ENVELOPE_VERSION: u32 = 1;
+pub const ENVELOPE_VERSION: u32 = 2;
 
 /// Whether a reader of this build takes a message body's envelope version.
 ///
@@ -52,6 +53,35 @@ pub struct Envelope {
     pub received_at_ms: i64,
     /// The trajectory as posted.
     pub trajectory: Trajectory,
+    /// Which path accepted it (version 2); `None` in older envelopes, where it is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+}
+
+/// The path a trajectory came in by, kept in the trajectory index for the console's filters
+/// and because a gateway's or a trace's trajectory was not written by the agent itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = TrajectorySource))]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `POST /v1/trajectories`.
+    Api,
+    /// A gateway session that ended.
+    Gateway,
+    /// A conversation traced over OTLP.
+    Traces,
+}
+
+impl Source {
+    /// The name as the API spells it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Gateway => "gateway",
+            Self::Traces => "traces",
+        }
+    }
 }
 
 impl Envelope {
@@ -68,14 +98,16 @@ impl Envelope {
         }
     }
 
-    /// `trajectory` of `tenant`, accepted at `received_at_ms`, at the current version.
+    /// `trajectory` of `tenant`, accepted by `source` at `received_at_ms`, at the current
+    /// version.
     #[must_use]
-    pub fn new(tenant: &str, received_at_ms: i64, trajectory: Trajectory) -> Self {
+    pub fn new(tenant: &str, received_at_ms: i64, trajectory: Trajectory, source: Source) -> Self {
         Self {
             version: ENVELOPE_VERSION,
             tenant: tenant.to_owned(),
             received_at_ms,
             trajectory,
+            source: Some(source),
         }
     }
 }
@@ -89,8 +121,9 @@ mod tests {
         assert_eq!(check_version(r#"{"tenant": "t"}"#), Ok(()));
         assert_eq!(check_version(r#"{"version": 0, "tenant": "t"}"#), Ok(()));
         assert_eq!(check_version(r#"{"version": 1, "tenant": "t"}"#), Ok(()));
-        let e = check_version(r#"{"version": 2, "tenant": "t", "new": true}"#).expect_err("newer");
-        assert!(e.contains("version 2") && e.contains("0 to 1"), "{e}");
+        assert_eq!(check_version(r#"{"version": 2, "tenant": "t"}"#), Ok(()));
+        let e = check_version(r#"{"version": 3, "tenant": "t", "new": true}"#).expect_err("newer");
+        assert!(e.contains("version 3") && e.contains("0 to 2"), "{e}");
         // Malformed bodies are left to the full parse.
         assert_eq!(check_version("not json"), Ok(()));
         assert_eq!(check_version(r#"{"version": "x"}"#), Ok(()));

@@ -56,6 +56,7 @@ async fn a_mixed_batch_reaches_both_workers() {
         version: agentrl_core::envelope::ENVELOPE_VERSION,
         tenant: "tenant-a".into(),
         received_at_ms: NOON,
+        source: None,
         trajectory: serde_json::from_value(json!({
             "trajectory_id": "t-1", "agent_id": "coder-7", "conversation_id": "c-1",
             "turns": [
@@ -108,8 +109,9 @@ async fn a_mixed_batch_reaches_both_workers() {
     assert!(left.is_empty(), "every message acknowledged: {left:?}");
 }
 
-/// Envelope versions on the queue: a message without a version (v0, before versions) and a
-/// v1 message are both taken, by both consumers; a newer version is dead-lettered, naming it.
+/// Envelope versions on the queue: a message without a version (v0, before versions), a v1
+/// and a v2 message (a trajectory's naming its source) are taken, by both consumers; a newer
+/// version is dead-lettered, naming it.
 #[tokio::test]
 async fn every_envelope_version_is_read_or_parked_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
@@ -124,7 +126,12 @@ async fn every_envelope_version_is_read_or_parked_with_its_reason() {
                "user_id": "alice", "occurred_at_ms": NOON, "value": 0.8})
     };
     let mut bodies = Vec::new();
-    for (version, suffix) in [(None, "v0"), (Some(1), "v1"), (Some(2), "v2")] {
+    for (version, suffix) in [
+        (None, "v0"),
+        (Some(1), "v1"),
+        (Some(2), "v2"),
+        (Some(3), "v3"),
+    ] {
         let mut t = json!({"tenant": "tenant-a", "received_at_ms": NOON, "trajectory": trajectory(&format!("t-{suffix}"))});
         let mut e = json!({"tenant": "tenant-a", "received_at_ms": NOON, "event": event(&format!("f-{suffix}"))});
         if let Some(v) = version {
@@ -132,6 +139,9 @@ async fn every_envelope_version_is_read_or_parked_with_its_reason() {
             e["version"] = v.into();
         }
         if version == Some(2) {
+            t["source"] = "gateway".into();
+        }
+        if version == Some(3) {
             // What a newer writer might add: named as a newer version, not as malformed.
             t["priority"] = "high".into();
             e["priority"] = "high".into();
@@ -140,9 +150,9 @@ async fn every_envelope_version_is_read_or_parked_with_its_reason() {
         bodies.push(e.to_string());
     }
     stores.queue.send_batch(&bodies).await.unwrap();
-    assert_eq!(drain_once(&stores).await, 6);
+    assert_eq!(drain_once(&stores).await, 8);
 
-    assert_eq!(turn_table_ids(&stores).await, ["t-v0", "t-v1"]);
+    assert_eq!(turn_table_ids(&stores).await, ["t-v0", "t-v1", "t-v2"]);
     let tenant = TenantId::parse("tenant-a").unwrap();
     let policy =
         agentrl_learning::policy(stores.table.clone(), agentrl_learning::Outlets::of(&stores));
@@ -150,9 +160,9 @@ async fn every_envelope_version_is_read_or_parked_with_its_reason() {
     let dead = stores.queue.dead_letters(10).await.unwrap();
     assert_eq!(dead.len(), 2, "{dead:?}");
     for d in &dead {
-        assert!(d.body.contains("\"version\":2"), "{d:?}");
+        assert!(d.body.contains("\"version\":3"), "{d:?}");
         assert!(
-            d.reason.contains("envelope version 2 is not supported"),
+            d.reason.contains("envelope version 3 is not supported"),
             "{}",
             d.reason
         );
