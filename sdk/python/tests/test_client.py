@@ -1,6 +1,6 @@
 """The client against a real `agentrl serve`: the generated models and methods match the served
-document, calls round-trip, pages are followed, errors carry the problem, tenants are
-isolated, and a write retried after a lost answer (or a 503) has one effect."""
+document, calls round-trip (a trajectory posted is listed and read back), pages are followed,
+errors carry the problem, tenants are isolated, and a write retried after a lost answer (or a 503) has one effect."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import http.server
 import importlib.util
 import sys
 import threading
+import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Iterator
@@ -94,6 +95,14 @@ def test_a_trajectory_posted_lands_in_the_turn_table(client: agentrl.Client, ser
     rows = server.turn_rows(lambda r: r["trajectory_id"] == f"tr-{unique}")
     assert [r["role"] for r in rows] == ["user", "assistant"]
     assert rows[1]["content"] == "4"
+    # The index is written right after the rows: listed by conversation, read back with its turns.
+    deadline = time.monotonic() + 10
+    while not (listed := list(client.trajectories.iter(session_id=f"conv-{unique}"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [t["trajectory_id"] for t in listed] == [f"tr-{unique}"]
+    detail = client.trajectories.get(f"tr-{unique}")
+    assert [t["role"] for t in detail["turns"]] == ["user", "assistant"]
+    assert detail["success"] is True and detail["reward"] == 1.0 and detail["source"] == "api"
 
 
 class _Flaky(http.server.BaseHTTPRequestHandler):

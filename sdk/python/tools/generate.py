@@ -45,6 +45,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "post_values": ("attributions", "post_values"),
     "stats": ("attributions", "stats"),
     "read_attributions": ("attributions", "get"),
+    "list_budgets": ("budgets", "list"),
     "create_budgets": ("budgets", "create"),
     "read_budgets": ("budgets", "get"),
     "complete": ("budgets", "complete"),
@@ -69,7 +70,9 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "put_trajectories": ("config", "put_trajectories"),
     "contribute": ("attributions", "contribute"),
     "score": ("diffs", "score"),
+    "list_evaluations": ("evaluations", "list"),
     "create_evaluations": ("evaluations", "create"),
+    "change": ("evaluations", "change"),
     "read_evaluations": ("evaluations", "get"),
     "post_events": ("events", "create"),
     "create_executions": ("executions", "create"),
@@ -84,6 +87,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "list_training_examples": ("training_examples", "list"),
     "export_training_examples_export": ("training_examples", "export"),
     "list_training_runs": ("training_runs", "list"),
+    "list_trajectories": ("trajectories", "list"),
+    "read_trajectories": ("trajectories", "get"),
     "create_training_runs": ("training_runs", "create"),
     "read_training_runs": ("training_runs", "get"),
     "metrics": ("training_runs", "metrics"),
@@ -177,12 +182,15 @@ def model_names(annotation: str) -> set[str]:
     return set(re.findall(r"\b[A-Z][A-Za-z0-9]*\b", annotation)) - {"Any", "None", "Literal"}
 
 
-def merged_object(schema: dict[str, Any]) -> dict[str, Any] | None:
-    """The object schema a TypedDict is written for (allOf parts merged), or None."""
+def merged_object(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any] | None:
+    """The object schema a TypedDict is written for (allOf parts merged, a part that refers to
+    another object schema, as a flattened struct does, taken with its fields), or None."""
     if "allOf" in schema:
         props: dict[str, Any] = {}
         required: list[str] = []
         for part in schema["allOf"]:
+            if "$ref" in part:
+                part = merged_object(schemas.get(ref_name(part["$ref"]), {}), schemas) or {}
             props |= part.get("properties", {})
             required += part.get("required", [])
         return {"properties": props, "required": required} if props else None
@@ -191,9 +199,9 @@ def merged_object(schema: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def model(name: str, schema: dict[str, Any]) -> str:
+def model(name: str, schema: dict[str, Any], schemas: dict[str, Any]) -> str:
     description = doc_lines(schema.get("description"), "    ")
-    obj = merged_object(schema)
+    obj = merged_object(schema, schemas)
     if obj is None:
         text = f"{name}: TypeAlias = {evaluated(py_type(schema))}\n"
         return text + (f'"""\n{description}\n"""\n' if description else "")
@@ -228,7 +236,7 @@ def models_file(doc: dict[str, Any]) -> str:
         + "from typing import Any, Literal, TypedDict\n\n"
         + "from typing_extensions import NotRequired, TypeAlias\n",
     ]
-    parts += [model(name, schemas[name]) for name in sorted(schemas)]
+    parts += [model(name, schemas[name], schemas) for name in sorted(schemas)]
     return "\n\n".join(parts)
 
 

@@ -254,6 +254,20 @@ class Budgets:
         """
         return cast("m.BudgetView", self._client.request("GET", f"/v1/budgets/{_seg(id)}"))
 
+    def list(self, *, cursor: str | None = None, limit: int | None = None) -> m.BudgetPage:
+        """
+        List the tenant's budgets, newest first.
+
+        `GET /v1/budgets`.
+        """
+        return cast("m.BudgetPage", self._client.request("GET", "/v1/budgets", params={"cursor": cursor, "limit": limit}))
+
+    def iter(self, *, limit: int | None = None) -> Iterator[m.BudgetView]:
+        """
+        Every `budgets` of `GET /v1/budgets`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/budgets", params={"limit": limit}, items="budgets")
+
 
 class Config:
     """`Client.config`."""
@@ -443,6 +457,15 @@ class Evaluations:
     def __init__(self, client: Client) -> None:
         self._client = client
 
+    def change(self, id: str) -> m.ChangeBody:
+        """
+        The change an evaluation judged, as it was sent: both snapshots of the touched files (the
+        report's `diff` holds what was found in it, by file and line).
+
+        `GET /v1/evaluations/{id}/change`.
+        """
+        return cast("m.ChangeBody", self._client.request("GET", f"/v1/evaluations/{_seg(id)}/change"))
+
     def create(self, body: m.EvaluationRequest, *, idempotency_key: str | None = None) -> m.WorkEvaluation:
         """
         Evaluate an execution's work: rule checks, diff scoring and model judges.
@@ -458,6 +481,20 @@ class Evaluations:
         `GET /v1/evaluations/{id}`.
         """
         return cast("m.WorkEvaluation", self._client.request("GET", f"/v1/evaluations/{_seg(id)}"))
+
+    def list(self, *, cursor: str | None = None, limit: int | None = None) -> m.EvaluationPage:
+        """
+        List the tenant's evaluations, newest first, each as `GET /v1/evaluations/{id}` shows it.
+
+        `GET /v1/evaluations`.
+        """
+        return cast("m.EvaluationPage", self._client.request("GET", "/v1/evaluations", params={"cursor": cursor, "limit": limit}))
+
+    def iter(self, *, limit: int | None = None) -> Iterator[m.WorkEvaluation]:
+        """
+        Every `evaluations` of `GET /v1/evaluations`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/evaluations", params={"limit": limit}, items="evaluations")
 
 
 class Events:
@@ -720,6 +757,29 @@ class Trajectories:
         """
         return cast("m.TrajectoriesAccepted", self._client.request("POST", "/v1/trajectories", json=body, idempotency_key=idempotency_key))
 
+    def get(self, id: str) -> m.TrajectoryDetail:
+        """
+        Read a trajectory with its turns: messages, tool calls and results, every reward component,
+        token counts and safety flags, as stored (anonymised).
+
+        `GET /v1/trajectories/{id}`.
+        """
+        return cast("m.TrajectoryDetail", self._client.request("GET", f"/v1/trajectories/{_seg(id)}"))
+
+    def list(self, *, agent_id: str | None = None, session_id: str | None = None, version: str | None = None, from_: int | None = None, to: int | None = None, outcome: m.TrajectoryOutcome | None = None, cursor: str | None = None, limit: int | None = None) -> m.TrajectoryPage:
+        """
+        List trajectories, newest first (by the time they were accepted).
+
+        `GET /v1/trajectories`.
+        """
+        return cast("m.TrajectoryPage", self._client.request("GET", "/v1/trajectories", params={"agent_id": agent_id, "session_id": session_id, "version": version, "from": from_, "to": to, "outcome": outcome, "cursor": cursor, "limit": limit}))
+
+    def iter(self, *, agent_id: str | None = None, session_id: str | None = None, version: str | None = None, from_: int | None = None, to: int | None = None, outcome: m.TrajectoryOutcome | None = None, limit: int | None = None) -> Iterator[m.TrajectorySummary]:
+        """
+        Every `trajectories` of `GET /v1/trajectories`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/trajectories", params={"agent_id": agent_id, "session_id": session_id, "version": version, "from": from_, "to": to, "outcome": outcome, "limit": limit}, items="trajectories")
+
 
 class AsyncAgents:
     """`AsyncClient.agents`."""
@@ -960,6 +1020,20 @@ class AsyncBudgets:
         """
         return cast("m.BudgetView", await self._client.request("GET", f"/v1/budgets/{_seg(id)}"))
 
+    async def list(self, *, cursor: str | None = None, limit: int | None = None) -> m.BudgetPage:
+        """
+        List the tenant's budgets, newest first.
+
+        `GET /v1/budgets`.
+        """
+        return cast("m.BudgetPage", await self._client.request("GET", "/v1/budgets", params={"cursor": cursor, "limit": limit}))
+
+    def iter(self, *, limit: int | None = None) -> AsyncIterator[m.BudgetView]:
+        """
+        Every `budgets` of `GET /v1/budgets`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/budgets", params={"limit": limit}, items="budgets")
+
 
 class AsyncConfig:
     """`AsyncClient.config`."""
@@ -1149,6 +1223,15 @@ class AsyncEvaluations:
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
 
+    async def change(self, id: str) -> m.ChangeBody:
+        """
+        The change an evaluation judged, as it was sent: both snapshots of the touched files (the
+        report's `diff` holds what was found in it, by file and line).
+
+        `GET /v1/evaluations/{id}/change`.
+        """
+        return cast("m.ChangeBody", await self._client.request("GET", f"/v1/evaluations/{_seg(id)}/change"))
+
     async def create(self, body: m.EvaluationRequest, *, idempotency_key: str | None = None) -> m.WorkEvaluation:
         """
         Evaluate an execution's work: rule checks, diff scoring and model judges.
@@ -1164,6 +1247,20 @@ class AsyncEvaluations:
         `GET /v1/evaluations/{id}`.
         """
         return cast("m.WorkEvaluation", await self._client.request("GET", f"/v1/evaluations/{_seg(id)}"))
+
+    async def list(self, *, cursor: str | None = None, limit: int | None = None) -> m.EvaluationPage:
+        """
+        List the tenant's evaluations, newest first, each as `GET /v1/evaluations/{id}` shows it.
+
+        `GET /v1/evaluations`.
+        """
+        return cast("m.EvaluationPage", await self._client.request("GET", "/v1/evaluations", params={"cursor": cursor, "limit": limit}))
+
+    def iter(self, *, limit: int | None = None) -> AsyncIterator[m.WorkEvaluation]:
+        """
+        Every `evaluations` of `GET /v1/evaluations`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/evaluations", params={"limit": limit}, items="evaluations")
 
 
 class AsyncEvents:
@@ -1425,6 +1522,29 @@ class AsyncTrajectories:
         `POST /v1/trajectories`.
         """
         return cast("m.TrajectoriesAccepted", await self._client.request("POST", "/v1/trajectories", json=body, idempotency_key=idempotency_key))
+
+    async def get(self, id: str) -> m.TrajectoryDetail:
+        """
+        Read a trajectory with its turns: messages, tool calls and results, every reward component,
+        token counts and safety flags, as stored (anonymised).
+
+        `GET /v1/trajectories/{id}`.
+        """
+        return cast("m.TrajectoryDetail", await self._client.request("GET", f"/v1/trajectories/{_seg(id)}"))
+
+    async def list(self, *, agent_id: str | None = None, session_id: str | None = None, version: str | None = None, from_: int | None = None, to: int | None = None, outcome: m.TrajectoryOutcome | None = None, cursor: str | None = None, limit: int | None = None) -> m.TrajectoryPage:
+        """
+        List trajectories, newest first (by the time they were accepted).
+
+        `GET /v1/trajectories`.
+        """
+        return cast("m.TrajectoryPage", await self._client.request("GET", "/v1/trajectories", params={"agent_id": agent_id, "session_id": session_id, "version": version, "from": from_, "to": to, "outcome": outcome, "cursor": cursor, "limit": limit}))
+
+    def iter(self, *, agent_id: str | None = None, session_id: str | None = None, version: str | None = None, from_: int | None = None, to: int | None = None, outcome: m.TrajectoryOutcome | None = None, limit: int | None = None) -> AsyncIterator[m.TrajectorySummary]:
+        """
+        Every `trajectories` of `GET /v1/trajectories`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/trajectories", params={"agent_id": agent_id, "session_id": session_id, "version": version, "from": from_, "to": to, "outcome": outcome, "limit": limit}, items="trajectories")
 
 
 class SyncResources:

@@ -152,6 +152,10 @@ class ArmView(TypedDict):
     One version's live statistics.
     """
 
+    reward_hacking_rate: float
+    reward_mean: float
+    safety_violation_rate: float
+    stats: ArmStats
     version: str
 
 
@@ -301,6 +305,16 @@ class BudgetConfigBody(TypedDict):
     max_loops: NotRequired[int | None]
     tiers: NotRequired[TiersBody | None]
     triggers: NotRequired[TriggersBody | None]
+
+
+class BudgetPage(TypedDict):
+    """
+    A page of budgets, newest first.
+    """
+
+    budgets: list[BudgetView]
+    #: Present while more may follow: pass it as `cursor`.
+    next_cursor: NotRequired[str | None]
 
 
 class BudgetView(TypedDict):
@@ -810,6 +824,16 @@ class Evaluation(TypedDict):
     trajectories: int
     #: SHA-256 of the validation set's file: scores are comparable only on the same set.
     validation_set: str
+
+
+class EvaluationPage(TypedDict):
+    """
+    A page of evaluations, newest first.
+    """
+
+    evaluations: list[WorkEvaluation]
+    #: Present while more may follow: pass it as `cursor`.
+    next_cursor: NotRequired[str | None]
 
 
 class EvaluationReport(TypedDict):
@@ -2101,6 +2125,71 @@ Status: TypeAlias = Literal["active", "exhausted", "handed_to_human", "completed
 """
 
 
+class StoredToolCall(TypedDict):
+    """
+    A tool call as the turn table holds it.
+    """
+
+    #: As the model produced them: JSON text for arguments posted as an object.
+    arguments: str
+    id: NotRequired[str | None]
+    name: str
+
+
+class StoredTurn(TypedDict):
+    """
+    One turn as the turn table holds it.
+    """
+
+    #: The text, after personal data was replaced.
+    content: str
+    #: The content as OpenAI's parts, when it came so.
+    content_parts: NotRequired[list[dict[str, Any]] | None]
+    error: NotRequired[str | None]
+    #: Prompt tokens the model call of an assistant turn reported.
+    input_tokens: NotRequired[int | None]
+    #: Completion tokens it reported.
+    output_tokens: NotRequired[int | None]
+    #: How many prompt token ids the sampler logged (dropped when text was scrubbed).
+    prompt_token_count: NotRequired[int | None]
+    #: How many response token ids it logged.
+    response_token_count: NotRequired[int | None]
+    reward: StoredTurnReward
+    #: system, user, assistant or tool.
+    role: str
+    #: A safety rule matched: the reward's total is −1.
+    safety_violation: bool
+    tokenizer: NotRequired[str | None]
+    #: The call a tool turn answers.
+    tool_call_id: NotRequired[str | None]
+    #: An assistant turn's tool calls.
+    tool_calls: list[StoredToolCall]
+    tool_result: NotRequired[str | None]
+    #: 0-based position in the trajectory.
+    turn_index: int
+
+
+class StoredTurnReward(TypedDict):
+    """
+    A turn's reward components (docs/trajectories.md, "Turn rewards").
+    """
+
+    format: NotRequired[float | None]
+    information_gain: NotRequired[float | None]
+    #: `heuristic`, or the rubric version the critic model scored it on (assistant turns).
+    information_gain_source: NotRequired[str | None]
+    progress: NotRequired[float | None]
+    #: Like `information_gain_source`.
+    progress_source: NotRequired[str | None]
+    #: Tool-call components, on turns with calls.
+    tool_call_valid: NotRequired[float | None]
+    tool_choice: NotRequired[float | None]
+    tool_efficiency: NotRequired[float | None]
+    tool_error_handling: NotRequired[float | None]
+    #: The weighted total (−1 on a safety violation).
+    total: NotRequired[float | None]
+
+
 Strategy: TypeAlias = dict[str, Any]
 """
     A reward-shaping strategy with its parameters (the form every response uses).
@@ -2311,6 +2400,123 @@ class Trajectory(TypedDict):
     #: descriptions, the compact JSON of arguments and parameter schemas) is at most 4 MiB.
     turns: list[Turn]
     #: The end user, when known; replaced by a keyed pseudonym before anything is written.
+    user_id: NotRequired[str | None]
+
+
+class TrajectoryDetail(TypedDict):
+    """
+    A trajectory with its turns, as the turn table holds them (anonymised).
+    """
+
+    agent_id: str
+    #: The conversation (the gateway's session id, a trace's conversation).
+    conversation_id: str
+    #: ε of the noise on `reward`, when there was any.
+    dp_epsilon: NotRequired[float | None]
+    #: The GRPO group (same prompt or task).
+    group_id: NotRequired[str | None]
+    #: Prompt tokens the model calls reported, summed; null when none reported any.
+    input_tokens: NotRequired[int | None]
+    #: The queue message that carried it (its rows' `message_id`).
+    message_id: str
+    #: The turn-table objects holding its rows.
+    objects: list[str]
+    #: Completion tokens, likewise.
+    output_tokens: NotRequired[int | None]
+    #: Personal data replaced by placeholders before anything was written.
+    pii_replacements: int
+    #: The model version that served it, when known.
+    policy_version: NotRequired[str | None]
+    #: When it was accepted (epoch ms): what the listing is ordered and windowed by.
+    received_at_ms: int
+    #: The episode reward as released: noisy under differential privacy, null when none was posted
+    #: or the privacy budget suppressed it.
+    reward: NotRequired[float | None]
+    #: Turns a safety rule scored −1.
+    safety_violations: int
+    source: NotRequired[TrajectorySource | None]
+    #: The final outcome's, when one was posted.
+    success: NotRequired[bool | None]
+    termination_reason: NotRequired[str | None]
+    #: Tool calls over all turns.
+    tool_call_count: int
+    trajectory_id: str
+    truncated: bool
+    turn_count: int
+    #: A keyed hash of the end user, never the raw id.
+    user_id: NotRequired[str | None]
+    #: The tools it offered, as OpenAI's `tools`; null when none.
+    tools: NotRequired[list[dict[str, Any]] | None]
+    #: Its turns in order.
+    turns: list[StoredTurn]
+
+
+TrajectoryOutcome: TypeAlias = Literal["success", "failure", "unknown"]
+"""
+    A trajectory's outcome as a listing filters by it: `unknown` when no final outcome was
+    posted.
+"""
+
+
+class TrajectoryPage(TypedDict):
+    """
+    One page of trajectories, newest first.
+    """
+
+    #: Present while more may follow: pass it as `cursor`.
+    next_cursor: NotRequired[str | None]
+    trajectories: list[TrajectorySummary]
+
+
+TrajectorySource: TypeAlias = Literal["api", "gateway", "traces"]
+"""
+    The path a trajectory came in by, kept in the trajectory index for the console's filters and
+    because a gateway's or a trace's trajectory was not written by the agent itself.
+"""
+
+
+class TrajectorySummary(TypedDict):
+    """
+    A trajectory as the index keeps it. Ids are as stored: one that held personal data is a
+    keyed hash, and stays one.
+    """
+
+    agent_id: str
+    #: The conversation (the gateway's session id, a trace's conversation).
+    conversation_id: str
+    #: ε of the noise on `reward`, when there was any.
+    dp_epsilon: NotRequired[float | None]
+    #: The GRPO group (same prompt or task).
+    group_id: NotRequired[str | None]
+    #: Prompt tokens the model calls reported, summed; null when none reported any.
+    input_tokens: NotRequired[int | None]
+    #: The queue message that carried it (its rows' `message_id`).
+    message_id: str
+    #: The turn-table objects holding its rows.
+    objects: list[str]
+    #: Completion tokens, likewise.
+    output_tokens: NotRequired[int | None]
+    #: Personal data replaced by placeholders before anything was written.
+    pii_replacements: int
+    #: The model version that served it, when known.
+    policy_version: NotRequired[str | None]
+    #: When it was accepted (epoch ms): what the listing is ordered and windowed by.
+    received_at_ms: int
+    #: The episode reward as released: noisy under differential privacy, null when none was posted
+    #: or the privacy budget suppressed it.
+    reward: NotRequired[float | None]
+    #: Turns a safety rule scored −1.
+    safety_violations: int
+    source: NotRequired[TrajectorySource | None]
+    #: The final outcome's, when one was posted.
+    success: NotRequired[bool | None]
+    termination_reason: NotRequired[str | None]
+    #: Tool calls over all turns.
+    tool_call_count: int
+    trajectory_id: str
+    truncated: bool
+    turn_count: int
+    #: A keyed hash of the end user, never the raw id.
     user_id: NotRequired[str | None]
 
 
