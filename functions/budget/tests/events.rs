@@ -72,6 +72,11 @@ async fn every_fixture_round_trips_through_the_lambda_app() {
     );
     let (status, got) = call(&app, &with_budget_id(fixture("budget/get.json"), &id)).await;
     assert_eq!((status, &got["budget_id"]), (200, &created["budget_id"]));
+    let (status, listed) = call(&app, &fixture("budget/list.json")).await;
+    assert_eq!(
+        (status, &listed["budgets"][0]["budget_id"]),
+        (200, &created["budget_id"])
+    );
 
     let (status, decision) = call(
         &app,

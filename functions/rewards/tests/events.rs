@@ -200,6 +200,18 @@ async fn every_fixture_round_trips() {
         (status, shown["execution_id"].as_str()),
         (200, Some(id.as_str()))
     );
+    let (status, listed) = call(&app, &fixture("list-evaluations.json")).await;
+    assert_eq!(
+        (status, listed["evaluations"][0]["evaluation_id"].as_str()),
+        (200, Some(evaluation))
+    );
+    let (status, change) = call(&app, &at("get-evaluation-change.json", evaluation)).await;
+    let sent: Value =
+        serde_json::from_str(fixture("create-evaluation.json")["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (status, &change["before"]),
+        (200, &sent["change"]["before"])
+    );
     assert_eq!(
         stores
             .evaluations

@@ -100,6 +100,16 @@ async fn every_fixture_round_trips() {
     assert_eq!(status, 404, "{missing}");
     let (status, read) = call(&app, &at("get-run.json", &id)).await;
     assert_eq!((status, read["run_id"].as_str()), (200, Some(id.as_str())));
+    let (status, curves) = call(&app, &at("get-run-metrics.json", &id)).await;
+    assert_eq!(
+        (
+            status,
+            curves["total"].as_u64(),
+            curves["points"].as_array().map(Vec::len)
+        ),
+        (200, Some(0), Some(0)),
+        "no metrics before the trainer writes any: {curves}"
+    );
     let (status, runs) = call(&app, &fixture("list-runs.json")).await;
     assert_eq!(
         (status, runs["runs"][0]["run_id"].as_str()),
