@@ -6,7 +6,11 @@ import { h, replace } from "./dom.js";
 import { resetCharts } from "./charts.js";
 import * as agents from "./views/agents.js";
 import * as agent from "./views/agent.js";
+import * as budget from "./views/budget.js";
+import * as budgets from "./views/budgets.js";
 import * as compare from "./views/compare.js";
+import * as evaluation from "./views/evaluation.js";
+import * as evaluations from "./views/evaluations.js";
 import * as login from "./views/login.js";
 import * as notFound from "./views/notfound.js";
 import * as run from "./views/run.js";
@@ -40,6 +44,10 @@ const ROUTES = [
   [/^\/runs\/([^/]+)$/, run, ["id"], true],
   [/^\/trajectories$/, trajectories, [], true],
   [/^\/trajectories\/(.+)$/, trajectory, ["id"], true],
+  [/^\/evaluations$/, evaluations, [], true],
+  [/^\/evaluations\/(.+)$/, evaluation, ["id"], true],
+  [/^\/budgets$/, budgets, [], true],
+  [/^\/budgets\/(.+)$/, budget, ["id"], true],
 ];
 
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
@@ -79,7 +87,8 @@ function drawHeader() {
   /** @param {string} href @param {string} text */
   const item = (href, text) =>
     h("li", null, h("a", { href, "aria-current": path === href || path.startsWith(`${href}/`) ? "page" : null }, text));
-  replace(nav, signedIn ? h("ul", null, item(`${BASE}/agents`, "Agents"), item(`${BASE}/runs`, "Training runs"), item(`${BASE}/trajectories`, "Trajectories")) : null);
+  replace(nav, signedIn ? h("ul", null, item(`${BASE}/agents`, "Agents"), item(`${BASE}/runs`, "Training runs"), item(`${BASE}/trajectories`, "Trajectories"),
+    item(`${BASE}/evaluations`, "Evaluations"), item(`${BASE}/budgets`, "Budgets")) : null);
   replace(
     account,
     signedIn
