@@ -533,3 +533,83 @@ async fn a_dataset_request_from_learning_starts_a_run() {
     );
     s.stop().await;
 }
+
+/// The tenant's datasets, listed newest first from their manifests and read one by one; only
+/// its own.
+async fn datasets_are_listed(s: Stack) {
+    let p = Pseudonymizer::new(b"a test secret of enough bytes").unwrap();
+    let put = |tenant: &str, id: &str, rows: u64| {
+        let manifest = json!({"schema_version": 4, "dataset_id": id, "created_at_ms": rows,
+            "counts": {"train_rows": rows, "validation_rows": 1},
+            "files": {"train": {"path": "x", "bytes": 100, "sha256": "a"},
+                      "validation": {"path": "y", "bytes": 20, "sha256": "b"}},
+            "content_hash": format!("hash-{id}")});
+        let path = format!(
+            "datasets/tenant={}/{id}/manifest.json",
+            p.pseudonym(TENANT, tenant)
+        );
+        (path, manifest)
+    };
+    let mut written = Vec::new();
+    for (tenant, id, rows) in [
+        ("tenant-a", "2026-11-20-aaa", 10),
+        ("tenant-a", "2026-11-27-bbb", 20),
+        ("tenant-a", "2026-11-28-ccc", 30),
+        ("tenant-b", "2026-11-28-ddd", 40),
+    ] {
+        let (path, manifest) = put(tenant, id, rows);
+        s.stores
+            .objects
+            .put(&path, manifest.to_string().into())
+            .await
+            .unwrap();
+        // A data file beside it is not a dataset of its own.
+        s.stores
+            .objects
+            .put(&path.replace("manifest.json", "train.parquet"), "p".into())
+            .await
+            .unwrap();
+        written.push(manifest);
+    }
+    let listed = s.pages("/v1/datasets", "datasets", &s.key_a, 2).await;
+    let ids: Vec<&str> = listed
+        .iter()
+        .map(|d| d["dataset_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["2026-11-28-ccc", "2026-11-27-bbb", "2026-11-20-aaa"]);
+    assert_eq!(
+        (
+            &listed[0]["counts"]["train_rows"],
+            &listed[0]["bytes"],
+            &listed[0]["files"]
+        ),
+        (&json!(30), &json!(120), &json!(["train", "validation"]))
+    );
+    let (status, manifest) = s.a("GET", "/v1/datasets/2026-11-27-bbb", None).await;
+    assert_eq!((status, &manifest), (200, &written[1]));
+
+    let theirs = s.pages("/v1/datasets", "datasets", &s.key_b, 100).await;
+    assert_eq!(theirs.len(), 1);
+    for (id, key) in [
+        ("2026-11-28-ddd", &s.key_a),
+        ("2026-11-28-ccc", &s.key_b),
+        ("..", &s.key_a),
+        ("nope", &s.key_a),
+    ] {
+        let (status, ..) = s
+            .send("GET", &format!("/v1/datasets/{id}"), Some(key), None)
+            .await;
+        assert_eq!(status, 404, "{id}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn datasets_on_sqlite() {
+    datasets_are_listed(spawn_stack().await).await;
+}
+
+#[tokio::test]
+async fn datasets_on_dynamodb() {
+    datasets_are_listed(spawn_aws_stack().await).await;
+}

@@ -8,6 +8,7 @@
 //! Batch's job-state changes, and `agentrl serve` runs both locally with [`LocalRunner`].
 
 mod agents;
+mod datasets;
 mod events;
 pub mod launch;
 mod repo;
@@ -108,6 +109,8 @@ impl TrainingState {
         routes::runs::list,
         routes::runs::cancel,
         routes::runs::promote,
+        routes::datasets::list,
+        routes::datasets::read,
         routes::kpis::read,
     ),
     tags((name = "training", description = "Agents registry, training runs, model versions, promotion and canary rollout"))
@@ -186,6 +189,8 @@ pub fn service(state: TrainingState) -> Service {
             "/v1/training-runs/{id}/promote",
             post(routes::runs::promote),
         )
+        .route("/v1/datasets", get(routes::datasets::list))
+        .route("/v1/datasets/{id}", get(routes::datasets::read))
         .route("/v1/kpis", get(routes::kpis::read))
         .layer(axum::extract::DefaultBodyLimit::max(
             agentrl_http::DEFAULT_BODY_LIMIT,

@@ -523,6 +523,52 @@ pub(crate) struct RunPage {
     pub next_cursor: Option<String>,
 }
 
+/// A dataset as its manifest describes it (fields a manifest of an older schema lacks are
+/// null).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DatasetSummary {
+    pub dataset_id: Option<String>,
+    pub schema_version: Option<u64>,
+    /// Epoch ms.
+    pub created_at_ms: Option<u64>,
+    /// Rows and trajectories per split, examples, groups, preference pairs, duplicates removed.
+    #[schema(value_type = Option<Object>)]
+    pub counts: Option<Value>,
+    /// SHA-256 over the files' hashes: the dataset's identity.
+    pub content_hash: Option<String>,
+    /// Bytes over every file.
+    pub bytes: u64,
+    /// Its files by name (`train`, `validation`, `sft`, …).
+    pub files: Vec<String>,
+}
+
+impl DatasetSummary {
+    pub(crate) fn of(manifest: &Value) -> Self {
+        let files = manifest.get("files").and_then(Value::as_object);
+        Self {
+            dataset_id: manifest["dataset_id"].as_str().map(str::to_owned),
+            schema_version: manifest["schema_version"].as_u64(),
+            created_at_ms: manifest["created_at_ms"].as_u64(),
+            counts: manifest.get("counts").cloned(),
+            content_hash: manifest["content_hash"].as_str().map(str::to_owned),
+            bytes: files
+                .map(|f| f.values().filter_map(|file| file["bytes"].as_u64()).sum())
+                .unwrap_or(0),
+            files: files
+                .map(|f| f.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A page of datasets, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DatasetPage {
+    pub datasets: Vec<DatasetSummary>,
+    /// Present while more may follow: pass it as `cursor`.
+    pub next_cursor: Option<String>,
+}
+
 /// A run's curves: the lines of its `metrics.jsonl`, all of them or an even sample.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct MetricSeriesView {

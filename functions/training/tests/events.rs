@@ -100,6 +100,14 @@ async fn every_fixture_round_trips() {
     assert_eq!(status, 404, "{missing}");
     let (status, read) = call(&app, &at("get-run.json", &id)).await;
     assert_eq!((status, read["run_id"].as_str()), (200, Some(id.as_str())));
+    let (status, datasets) = call(&app, &fixture("list-datasets.json")).await;
+    assert_eq!(
+        (status, datasets["datasets"].as_array().map(Vec::len)),
+        (200, Some(1)),
+        "{datasets}"
+    );
+    let (status, manifest) = call(&app, &fixture("get-dataset.json")).await;
+    assert_eq!((status, manifest), (200, serde_json::json!({})));
     let (status, curves) = call(&app, &at("get-run-metrics.json", &id)).await;
     assert_eq!(
         (

@@ -86,6 +86,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "end_traces_conversations_end": ("traces", "end_conversation"),
     "list_training_examples": ("training_examples", "list"),
     "export_training_examples_export": ("training_examples", "export"),
+    "list_datasets": ("datasets", "list"),
+    "read_datasets": ("datasets", "get"),
     "list_training_runs": ("training_runs", "list"),
     "list_trajectories": ("trajectories", "list"),
     "read_trajectories": ("trajectories", "get"),

@@ -1,7 +1,9 @@
-//! The routes: agents (registry, versions, routing, outcomes) and training runs (create,
-//! read, list, cancel, promote). Each maps its use case's error to a status here.
+//! The routes: agents (registry, versions, routing, outcomes), training runs (create,
+//! read, list, cancel, promote, curves) and the datasets they train on. Each maps its use
+//! case's error to a status here.
 
 pub(crate) mod agents;
+pub(crate) mod datasets;
 pub(crate) mod kpis;
 pub(crate) mod runs;
 

@@ -436,6 +436,38 @@ class Config:
         return cast("m.IngestConfig", self._client.request("PUT", "/v1/config/trajectories", json=body, idempotency_key=idempotency_key))
 
 
+class Datasets:
+    """`Client.datasets`."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def get(self, id: str) -> dict[str, Any]:
+        """
+        Read a dataset's manifest as the dataset job wrote it: counts, splits, the rules it was
+        built by, every file with its size and SHA-256, the content hash, the agents selected and
+        the trajectory objects it read.
+
+        `GET /v1/datasets/{id}`.
+        """
+        return cast("dict[str, Any]", self._client.request("GET", f"/v1/datasets/{_seg(id)}"))
+
+    def list(self, *, cursor: str | None = None, limit: int | None = None) -> m.DatasetPage:
+        """
+        List the tenant's datasets, newest first: each manifest's id, time, counts (rows and
+        trajectories per split, examples, groups, pairs), content hash and sizes.
+
+        `GET /v1/datasets`.
+        """
+        return cast("m.DatasetPage", self._client.request("GET", "/v1/datasets", params={"cursor": cursor, "limit": limit}))
+
+    def iter(self, *, limit: int | None = None) -> Iterator[m.DatasetSummary]:
+        """
+        Every `datasets` of `GET /v1/datasets`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/datasets", params={"limit": limit}, items="datasets")
+
+
 class Diffs:
     """`Client.diffs`."""
 
@@ -1202,6 +1234,38 @@ class AsyncConfig:
         return cast("m.IngestConfig", await self._client.request("PUT", "/v1/config/trajectories", json=body, idempotency_key=idempotency_key))
 
 
+class AsyncDatasets:
+    """`AsyncClient.datasets`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def get(self, id: str) -> dict[str, Any]:
+        """
+        Read a dataset's manifest as the dataset job wrote it: counts, splits, the rules it was
+        built by, every file with its size and SHA-256, the content hash, the agents selected and
+        the trajectory objects it read.
+
+        `GET /v1/datasets/{id}`.
+        """
+        return cast("dict[str, Any]", await self._client.request("GET", f"/v1/datasets/{_seg(id)}"))
+
+    async def list(self, *, cursor: str | None = None, limit: int | None = None) -> m.DatasetPage:
+        """
+        List the tenant's datasets, newest first: each manifest's id, time, counts (rows and
+        trajectories per split, examples, groups, pairs), content hash and sizes.
+
+        `GET /v1/datasets`.
+        """
+        return cast("m.DatasetPage", await self._client.request("GET", "/v1/datasets", params={"cursor": cursor, "limit": limit}))
+
+    def iter(self, *, limit: int | None = None) -> AsyncIterator[m.DatasetSummary]:
+        """
+        Every `datasets` of `GET /v1/datasets`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/datasets", params={"limit": limit}, items="datasets")
+
+
 class AsyncDiffs:
     """`AsyncClient.diffs`."""
 
@@ -1554,6 +1618,7 @@ class SyncResources:
     attributions: Attributions
     budgets: Budgets
     config: Config
+    datasets: Datasets
     diffs: Diffs
     evaluations: Evaluations
     events: Events
@@ -1574,6 +1639,7 @@ class SyncResources:
         self.attributions = Attributions(client)
         self.budgets = Budgets(client)
         self.config = Config(client)
+        self.datasets = Datasets(client)
         self.diffs = Diffs(client)
         self.evaluations = Evaluations(client)
         self.events = Events(client)
@@ -1596,6 +1662,7 @@ class AsyncResources:
     attributions: AsyncAttributions
     budgets: AsyncBudgets
     config: AsyncConfig
+    datasets: AsyncDatasets
     diffs: AsyncDiffs
     evaluations: AsyncEvaluations
     events: AsyncEvents
@@ -1616,6 +1683,7 @@ class AsyncResources:
         self.attributions = AsyncAttributions(client)
         self.budgets = AsyncBudgets(client)
         self.config = AsyncConfig(client)
+        self.datasets = AsyncDatasets(client)
         self.diffs = AsyncDiffs(client)
         self.evaluations = AsyncEvaluations(client)
         self.events = AsyncEvents(client)

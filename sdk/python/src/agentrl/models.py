@@ -707,6 +707,36 @@ CriticDecision: TypeAlias = Literal["pass", "refine", "escalate_to_human"]
 """
 
 
+class DatasetPage(TypedDict):
+    """
+    A page of datasets, newest first.
+    """
+
+    datasets: list[DatasetSummary]
+    #: Present while more may follow: pass it as `cursor`.
+    next_cursor: NotRequired[str | None]
+
+
+class DatasetSummary(TypedDict):
+    """
+    A dataset as its manifest describes it (fields a manifest of an older schema lacks are
+    null).
+    """
+
+    #: Bytes over every file.
+    bytes: int
+    #: SHA-256 over the files' hashes: the dataset's identity.
+    content_hash: NotRequired[str | None]
+    #: Rows and trajectories per split, examples, groups, preference pairs, duplicates removed.
+    counts: NotRequired[dict[str, Any] | None]
+    #: Epoch ms.
+    created_at_ms: NotRequired[int | None]
+    dataset_id: NotRequired[str | None]
+    #: Its files by name (`train`, `validation`, `sft`, …).
+    files: list[str]
+    schema_version: NotRequired[int | None]
+
+
 class DatasetTrigger(TypedDict):
     """
     When an agent has earned a training dataset.
