@@ -394,6 +394,44 @@ async fn runs_on_aws_batch() {
         (200, Some(20.0)),
         "{promoted}"
     );
+    // Both decisions are kept, newest first: the canary the gate let through, and the refusal
+    // with the same numbers as its answer.
+    let decisions = s
+        .pages(
+            "/v1/agents/coder-7/gate-decisions",
+            "decisions",
+            &s.key_a,
+            1,
+        )
+        .await;
+    let summary: Vec<_> = decisions
+        .iter()
+        .map(|d| {
+            (
+                d["decision"]["passed"].as_bool(),
+                d["percent"].as_f64(),
+                d["version"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Some(true), Some(20.0), Some("v1")),
+            (Some(false), Some(100.0), Some("v1"))
+        ]
+    );
+    assert_eq!(decisions[1]["decision"], refused["decision"]);
+    assert_eq!(decisions[1]["run_id"], id.as_str());
+    let (status, ..) = s
+        .send(
+            "GET",
+            "/v1/agents/coder-7/gate-decisions",
+            Some(&s.key_b),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "another tenant's agent");
     // The canary arm's live figures, as reported by the agent platform, per version.
     let served = json!({"outcomes": [
         {"version": "v1", "reward": 0.5},

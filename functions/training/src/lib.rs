@@ -101,6 +101,7 @@ impl TrainingState {
         routes::agents::list,
         routes::agents::patch,
         routes::agents::versions,
+        routes::agents::gate_decisions,
         routes::agents::route,
         routes::agents::outcomes,
         routes::runs::create,
@@ -176,6 +177,10 @@ pub fn service(state: TrainingState) -> Service {
             get(routes::agents::read).patch(routes::agents::patch),
         )
         .route("/v1/agents/{id}/versions", get(routes::agents::versions))
+        .route(
+            "/v1/agents/{id}/gate-decisions",
+            get(routes::agents::gate_decisions),
+        )
         .route("/v1/agents/{id}/route", get(routes::agents::route))
         .route("/v1/agents/{id}/outcomes", post(routes::agents::outcomes))
         .route(

@@ -7,6 +7,8 @@
 //!   run is read from its own item, so a listing never shows a stale status);
 //! - `tenant#agent-versions#AGENT`, `sk = v0000000003`: the model versions, in order;
 //! - `tenant#agent-arms#AGENT`, `sk = VERSION`: live outcomes reported per version;
+//! - `tenant#gate-decisions#AGENT`, `sk = AT_MS#RUN`: every promotion's gate decision,
+//!   refusals included, newest first (immutable: the record is the listing item);
 //! - `#system#tenant-partitions`, `sk = PSEUDONYM`: which tenant a dataset's pseudonymous
 //!   partition belongs to (the dataset job only knows the pseudonym);
 //! - `#system#training-active`, `sk = TENANT#RUN`: unfinished runs of the local launcher, so
@@ -177,6 +179,10 @@ fn run_key(t: &TenantId, run: &str) -> Key {
 
 fn agent_runs_pk(t: &TenantId, agent: &str) -> String {
     partition(t, "training-runs", agent)
+}
+
+fn gate_decisions_pk(t: &TenantId, agent: &str) -> String {
+    partition(t, "gate-decisions", agent)
 }
 
 fn all_runs_pk(t: &TenantId) -> String {
@@ -434,6 +440,43 @@ impl TrainingRepo {
             .collect()
     }
 
+    /// Keeps a promotion's gate decision.
+    pub(crate) async fn record_gate(&self, t: &TenantId, r: &GateRecord) -> Result<(), StoreError> {
+        self.table
+            .put(Put {
+                key: Key::new(
+                    gate_decisions_pk(t, &r.agent_id),
+                    format!("{:013}#{}", r.at_ms, r.run_id),
+                ),
+                doc: encode(r)?,
+                expires_at: None,
+                condition: Condition::None,
+            })
+            .await
+            .map(drop)
+    }
+
+    /// A page of an agent's gate decisions, newest first.
+    pub(crate) async fn gate_decisions(
+        &self,
+        t: &TenantId,
+        agent: &str,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> Result<(Vec<GateRecord>, Option<String>), StoreError> {
+        let page = self
+            .table
+            .query(&Query {
+                pk: gate_decisions_pk(t, agent),
+                range: SortRange::All,
+                limit,
+                cursor,
+                ascending: false,
+            })
+            .await?;
+        decode_page(page)
+    }
+
     /// Every unfinished run of the local launcher, of every tenant.
     pub(crate) async fn active_runs(&self) -> Result<Vec<(TenantId, String)>, StoreError> {
         let mut out = Vec::new();
@@ -562,6 +605,21 @@ pub(crate) fn lost_race<E: From<StoreError>>(e: StoreError, contended: E) -> E {
 }
 
 /// The transaction write of a whole item.
+/// A promotion's gate decision as kept: what was asked, what the gate found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct GateRecord {
+    pub agent_id: String,
+    pub run_id: String,
+    pub version: String,
+    /// The share of traffic asked for.
+    pub percent: f64,
+    /// A version deployed before: not gated.
+    pub rollback: bool,
+    /// Passed: the version was promoted; refused: nothing changed.
+    pub decision: agentrl_core::training::GateDecision,
+    pub at_ms: u64,
+}
+
 fn put(key: Key, doc: Value, condition: Condition) -> Write {
     Write::Put(Put {
         key,

@@ -17,7 +17,7 @@ use agentrl_store::{
 
 use crate::{
     TrainingState,
-    repo::{AgentRecord, BaseRef, RegisterError, RunRecord, VersionRecord, lost_race},
+    repo::{AgentRecord, BaseRef, GateRecord, RegisterError, RunRecord, VersionRecord, lost_race},
 };
 
 /// What registering a run's version did.
@@ -201,7 +201,7 @@ pub(crate) async fn promote(
         .ok_or(PromoteError::NotFound("model version"))?;
     let gate = state.repo.gates().get(t).await?;
     let (candidate, version, gate, agent_id) = (&candidate, &version, &gate, &run.agent_id);
-    let promoted = optimistic(|| async move {
+    let attempt = optimistic(|| async move {
         let (mut agent, at) = state
             .repo
             .agent(t, agent_id)
@@ -262,12 +262,44 @@ pub(crate) async fn promote(
             was_routed,
         })
     })
-    .await?;
+    .await;
+    record_gate(state, t, &run, version, percent, &attempt).await;
+    let promoted = attempt?;
     if let Some(server) = &state.server {
         crate::serving::retire_unrouted(server.as_ref(), t, &promoted.was_routed, &promoted.agent)
             .await;
     }
     Ok(promoted)
+}
+
+/// Keeps the gate's decision of a promotion that was decided (promoted, or refused by the
+/// gate), for `GET /v1/agents/{id}/gate-decisions`. The promotion's answer does not depend
+/// on it: a failed write is logged.
+async fn record_gate(
+    state: &TrainingState,
+    t: &TenantId,
+    run: &RunRecord,
+    version: &str,
+    percent: f64,
+    attempt: &Result<Promoted, PromoteError>,
+) {
+    let (decision, rollback) = match attempt {
+        Ok(p) => (p.decision.clone(), p.rollback),
+        Err(PromoteError::Refused(decision)) => (decision.clone(), false),
+        Err(_) => return,
+    };
+    let record = GateRecord {
+        agent_id: run.agent_id.clone(),
+        run_id: run.run_id.clone(),
+        version: version.to_owned(),
+        percent,
+        rollback,
+        decision,
+        at_ms: now_ms(),
+    };
+    if let Err(e) = state.repo.record_gate(t, &record).await {
+        tracing::warn!(error = %e, run = %run.run_id, "a gate decision was not kept");
+    }
 }
 
 /// The gate's decision on `candidate` against the model serving `agent` now.
@@ -435,6 +467,23 @@ pub(crate) async fn record_outcomes(
 pub(crate) type ListedVersion = (VersionRecord, Option<ArmStats>);
 
 /// A page of an agent's versions, newest first, each with its live statistics.
+/// A page of an agent's gate decisions, newest first, refusals included.
+pub(crate) async fn gate_decisions(
+    state: &TrainingState,
+    t: &TenantId,
+    agent_id: &str,
+    limit: usize,
+    cursor: Option<String>,
+) -> Result<(Vec<GateRecord>, Option<String>), crate::agents::AgentError> {
+    if state.repo.agent(t, agent_id).await?.is_none() {
+        return Err(crate::agents::AgentError::NotFound);
+    }
+    Ok(state
+        .repo
+        .gate_decisions(t, agent_id, limit, cursor)
+        .await?)
+}
+
 pub(crate) async fn list(
     state: &TrainingState,
     t: &TenantId,

@@ -761,6 +761,41 @@ impl VersionView {
     }
 }
 
+/// A promotion the gate decided.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct GateDecisionView {
+    pub run_id: String,
+    pub version: String,
+    /// The share of traffic asked for (100: deploy; less: a canary).
+    pub percent: f64,
+    /// A version deployed before: promoted without the gate.
+    pub rollback: bool,
+    /// Passed: the version was promoted; refused: nothing changed.
+    pub decision: GateDecision,
+    /// Epoch ms.
+    pub at_ms: u64,
+}
+
+impl From<crate::repo::GateRecord> for GateDecisionView {
+    fn from(r: crate::repo::GateRecord) -> Self {
+        Self {
+            run_id: r.run_id,
+            version: r.version,
+            percent: r.percent,
+            rollback: r.rollback,
+            decision: r.decision,
+            at_ms: r.at_ms,
+        }
+    }
+}
+
+/// A page of gate decisions, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct GateDecisionPage {
+    pub decisions: Vec<GateDecisionView>,
+    pub next_cursor: Option<String>,
+}
+
 /// A page of versions, newest first.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct VersionPage {

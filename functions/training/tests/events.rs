@@ -83,6 +83,8 @@ async fn every_fixture_round_trips() {
     );
     let (status, versions) = call(&app, &fixture("list-versions.json")).await;
     assert_eq!((status, &versions["versions"]), (200, &json!([])));
+    let (status, decisions) = call(&app, &fixture("list-gate-decisions.json")).await;
+    assert_eq!((status, &decisions["decisions"]), (200, &json!([])));
     let (status, route) = call(&app, &fixture("route.json")).await;
     assert_eq!(
         (status, route["arm"].as_str()),

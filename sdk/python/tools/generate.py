@@ -38,6 +38,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "read_agents_replies": ("agents", "reply"),
     "route": ("agents", "route"),
     "versions": ("agents", "versions"),
+    "gate_decisions": ("agents", "gate_decisions"),
     "export_attributions": ("attributions", "export"),
     "create_attributions": ("attributions", "create"),
     "create_session": ("attributions", "create_session"),

@@ -16,8 +16,8 @@ use super::listing;
 use crate::{
     TrainingState, agents, versions,
     wire::{
-        AgentPage, AgentView, ArmView, CreateAgentBody, OutcomesBody, OutcomesView, PatchAgentBody,
-        RouteView, VersionPage, VersionView,
+        AgentPage, AgentView, ArmView, CreateAgentBody, GateDecisionPage, GateDecisionView,
+        OutcomesBody, OutcomesView, PatchAgentBody, RouteView, VersionPage, VersionView,
     },
 };
 
@@ -146,6 +146,36 @@ pub(crate) async fn versions(
             .into_iter()
             .map(|(v, live)| VersionView::new(v, live))
             .collect(),
+        next_cursor,
+    }))
+}
+
+/// An agent's gate decisions, newest first: every promotion the gate decided, refusals
+/// included, with each check's numbers and bound.
+#[utoipa::path(get, path = "/v1/agents/{id}/gate-decisions", tag = "training",
+    params(
+        ("id" = String, Path, description = "The agent id"),
+        ("cursor" = Option<String>, Query, description = "From the previous page's next_cursor"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 1000, description = "Decisions per page (default 100, at most 1000)"),
+    ),
+    responses(
+        (status = 200, description = "One page", body = GateDecisionPage),
+        (status = 400, description = "A bad number or cursor", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such agent for this tenant", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn gate_decisions(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+    Query(params): Query<PageParams>,
+) -> Result<Json<GateDecisionPage>, ApiError> {
+    let limit = limit(params.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+    let (decisions, next_cursor) =
+        versions::gate_decisions(&state, &tenant, &id, limit, params.cursor)
+            .await
+            .map_err(listing)?;
+    Ok(Json(GateDecisionPage {
+        decisions: decisions.into_iter().map(GateDecisionView::from).collect(),
         next_cursor,
     }))
 }

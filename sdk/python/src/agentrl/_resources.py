@@ -39,6 +39,21 @@ class Agents:
         """
         return cast("m.AgentView", self._client.request("POST", "/v1/agents", json=body, idempotency_key=idempotency_key))
 
+    def gate_decisions(self, id: str, *, cursor: str | None = None, limit: int | None = None) -> m.GateDecisionPage:
+        """
+        An agent's gate decisions, newest first: every promotion the gate decided, refusals
+        included, with each check's numbers and bound.
+
+        `GET /v1/agents/{id}/gate-decisions`.
+        """
+        return cast("m.GateDecisionPage", self._client.request("GET", f"/v1/agents/{_seg(id)}/gate-decisions", params={"cursor": cursor, "limit": limit}))
+
+    def iter_gate_decisions(self, id: str, *, limit: int | None = None) -> Iterator[m.GateDecisionView]:
+        """
+        Every `decisions` of `GET /v1/agents/{id}/gate-decisions`, page after page.
+        """
+        return self._client.paginate("GET", f"/v1/agents/{_seg(id)}/gate-decisions", params={"limit": limit}, items="decisions")
+
     def get(self, id: str) -> m.AgentView:
         """
         Read an agent.
@@ -836,6 +851,21 @@ class AsyncAgents:
         `POST /v1/agents`.
         """
         return cast("m.AgentView", await self._client.request("POST", "/v1/agents", json=body, idempotency_key=idempotency_key))
+
+    async def gate_decisions(self, id: str, *, cursor: str | None = None, limit: int | None = None) -> m.GateDecisionPage:
+        """
+        An agent's gate decisions, newest first: every promotion the gate decided, refusals
+        included, with each check's numbers and bound.
+
+        `GET /v1/agents/{id}/gate-decisions`.
+        """
+        return cast("m.GateDecisionPage", await self._client.request("GET", f"/v1/agents/{_seg(id)}/gate-decisions", params={"cursor": cursor, "limit": limit}))
+
+    def iter_gate_decisions(self, id: str, *, limit: int | None = None) -> AsyncIterator[m.GateDecisionView]:
+        """
+        Every `decisions` of `GET /v1/agents/{id}/gate-decisions`, page after page.
+        """
+        return self._client.paginate("GET", f"/v1/agents/{_seg(id)}/gate-decisions", params={"limit": limit}, items="decisions")
 
     async def get(self, id: str) -> m.AgentView:
         """

@@ -1241,6 +1241,32 @@ class GateDecision(TypedDict):
     reasons: list[str]
 
 
+class GateDecisionPage(TypedDict):
+    """
+    A page of gate decisions, newest first.
+    """
+
+    decisions: list[GateDecisionView]
+    next_cursor: NotRequired[str | None]
+
+
+class GateDecisionView(TypedDict):
+    """
+    A promotion the gate decided.
+    """
+
+    #: Epoch ms.
+    at_ms: int
+    #: Passed: the version was promoted; refused: nothing changed.
+    decision: GateDecision
+    #: The share of traffic asked for (100: deploy; less: a canary).
+    percent: float
+    #: A version deployed before: promoted without the gate.
+    rollback: bool
+    run_id: str
+    version: str
+
+
 class GateThresholds(TypedDict):
     """
     Pass marks of the critic gates (1–10).
