@@ -145,3 +145,28 @@ export function tokens(input, output) {
   if ((input === null || input === undefined) && (output === null || output === undefined)) return "—";
   return `${input ?? "—"} / ${output ?? "—"}`;
 }
+
+/**
+ * A button that opens a native confirmation `<dialog>`; `onConfirm` runs only once the
+ * dialog's confirm button is pressed (the dialog is closed first).
+ * @param {{ id: string, label: string, title: string, body: Child | Child[], confirm: string, keep: string,
+ *   danger?: boolean, onConfirm: (open: HTMLButtonElement) => void | Promise<void> }} opts
+ */
+export function confirmButton(opts) {
+  const titleId = `${opts.id}-h`;
+  const yes = h("button", { type: "button", class: opts.danger ? "danger" : null, id: `confirm-${opts.id}` }, opts.confirm);
+  const no = h("button", { type: "button", class: "secondary", id: `keep-${opts.id}` }, opts.keep);
+  const dialog = h("dialog", { "aria-labelledby": titleId, class: "confirm" },
+    h("h2", { id: titleId }, opts.title),
+    h("div", null, opts.body),
+    h("div", { class: "dialog-actions" }, yes, no),
+  );
+  const open = h("button", { type: "button", class: opts.danger ? "danger" : "secondary", id: opts.id }, opts.label);
+  open.addEventListener("click", () => dialog.showModal());
+  no.addEventListener("click", () => dialog.close());
+  yes.addEventListener("click", () => {
+    dialog.close();
+    void opts.onConfirm(open);
+  });
+  return h("div", { class: "action" }, open, dialog);
+}

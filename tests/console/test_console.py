@@ -199,11 +199,68 @@ def test_promotion_refused_by_the_gate_shows_its_reasons(page: Page, stack: Stac
         expect(alert.locator("table")).to_contain_text("failed")
         assert axe_serious(page) == []
         shoot(page, "promote-refused")
+
+        # The refusal is kept: newest first in the agent's gate decisions, with its reasons
+        # and each check's numbers, as the API has them.
+        decisions = stack.ok("GET", f"/v1/agents/{quote(demo.agent_id, safe='')}/gate-decisions")["decisions"]
+        refused = decisions[0]
+        assert refused["decision"]["passed"] is False and refused["run_id"] == run["run_id"], refused
+        load(page, stack, f"/console/agents/{quote(demo.agent_id, safe='')}")
+        items = page.locator("#gate-decisions > li")
+        expect(items).to_have_count(len(decisions))
+        first = items.first
+        expect(first).to_have_attribute("data-passed", "false")
+        expect(first).to_have_attribute("data-run-id", run["run_id"])
+        expect(first.locator(".badge")).to_have_text("refused")
+        for reason in refused["decision"]["reasons"]:
+            expect(first.locator(".refusal .reasons")).to_contain_text(reason)
+        rows = first.locator("tbody tr")
+        expect(rows).to_have_count(len(refused["decision"]["checks"]))
+        for i, c in enumerate(refused["decision"]["checks"]):
+            cells = rows.nth(i).locator("td").all_inner_texts()
+            assert cells[0] == c["name"].replace("_", " ")
+            for got, want in zip(cells[1:4], (c["candidate"], c["deployed"], c["bound"])):
+                assert float(got) == pytest.approx(want, abs=5e-5), (c, cells)
+            assert cells[4] == ("passed" if c["passed"] else "failed")
+        # The passed ones are marked so too.
+        for i, d in enumerate(decisions):
+            expect(items.nth(i)).to_have_attribute("data-passed", "true" if d["decision"]["passed"] else "false")
         watch.assert_clean(allow=((409, "/promote"),))
     finally:
         stack.ok("PUT", "/v1/config/promotion-gate", gate)
     agent = stack.ok("GET", f"/v1/agents/{demo.agent_id}")
     assert agent["deployed_version"] == "v1"
+
+
+def test_cancelling_the_canary_changes_what_serves(page: Page, stack: Stack, demo: Demo) -> None:
+    before = stack.ok("GET", f"/v1/agents/{quote(demo.agent_id, safe='')}")
+    assert before["canary"] and before["deployed_version"] == "v1", before
+    canary = before["canary"]
+    try:
+        watch = Watch.on(page)
+        load(page, stack, f"/console/agents/{quote(demo.agent_id, safe='')}")
+        page.get_by_role("button", name=f"Cancel canary {canary['version']}…").click()
+        dialog = page.get_by_role("dialog", name=f"Cancel the canary {canary['version']}?")
+        expect(dialog).to_be_visible()
+        # Keeping it changes nothing.
+        dialog.get_by_role("button", name="Keep the canary").click()
+        expect(dialog).to_be_hidden()
+        assert stack.ok("GET", f"/v1/agents/{quote(demo.agent_id, safe='')}")["canary"] == canary
+        page.get_by_role("button", name=f"Cancel canary {canary['version']}…").click()
+        dialog.get_by_role("button", name="Cancel canary").click()
+        expect(page.locator("#agent-action-result [role=status]")).to_contain_text("Promoted: v1 rolled back to")
+        after = stack.ok("GET", f"/v1/agents/{quote(demo.agent_id, safe='')}")
+        assert after["canary"] is None and after["deployed_version"] == "v1", after
+        # The page, redrawn, says so: no canary, nothing left to cancel.
+        expect(page.locator(".serving .stat").nth(1).locator(".stat-value")).to_have_text("none")
+        expect(page.get_by_role("button", name=re.compile("^Cancel canary"))).to_have_count(0)
+        # The rollback is a decision too (not gated: no check).
+        expect(page.locator("#gate-decisions > li").first).to_contain_text("(rollback, not gated)")
+        watch.assert_clean()
+    finally:
+        # The demo's canary again, for the other tests.
+        stack.ok("POST", f"/v1/training-runs/{demo.run_of(canary['version'])['run_id']}/promote", {"percent": canary["percent"]})
+    assert stack.ok("GET", f"/v1/agents/{quote(demo.agent_id, safe='')}")["canary"] == canary
 
 
 def test_cancelling_a_run_changes_its_status(page: Page, stack: Stack, demo: Demo) -> None:

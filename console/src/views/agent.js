@@ -1,8 +1,14 @@
-// An agent: what serves now, its versions newest first with their validation scores, its
-// deployments, and its training runs.
+// An agent: what serves now (with roll back and cancel canary), its versions newest first with
+// their validation scores, each arm's live figures, every gate decision, its deployments, and
+// its training runs.
 
 import { all, api, ApiError, enc } from "../api.js";
-import { facts, h, link, money, num, replace, statusBadge, table, when } from "../dom.js";
+import { decisionTable, promotedNotice, promoteRefusal, reasonList } from "../decision.js";
+import { confirmButton, facts, h, link, money, num, replace, statusBadge, table, when } from "../dom.js";
+
+/** What the last action did, shown once on the page drawn after it (the page is redrawn). */
+/** @type {{ agent: string, notice: HTMLElement } | null} */
+let flash = null;
 
 /**
  * @param {import("../app.js").Ctx} ctx
@@ -11,9 +17,10 @@ import { facts, h, link, money, num, replace, statusBadge, table, when } from ".
 export async function render(ctx, page) {
   const id = ctx.params.id;
   const a = await api(`/v1/agents/${enc(id)}`);
-  const [versions, runsPage] = await Promise.all([
+  const [versions, runsPage, decisions] = await Promise.all([
     all(`/v1/agents/${enc(id)}/versions`, "versions"),
     api("/v1/training-runs", { query: { agent_id: id, limit: 20 } }),
+    all(`/v1/agents/${enc(id)}/gate-decisions`, "decisions", { max: 200 }),
   ]);
   const deployedBefore = new Set((a.history ?? []).map((/** @type {{version: string}} */ d) => d.version));
 
@@ -29,6 +36,7 @@ export async function render(ctx, page) {
       ["Updated", when(a.updated_at_ms)],
     ]),
     serving(ctx, a),
+    actions(ctx, a, versions),
     h("section", { "aria-labelledby": "versions-h" },
       h("h2", { id: "versions-h" }, "Versions"),
       h("p", { class: "help" }, "Newest first. Validation reward is the version's expected reward on its run's held-out set; “base” is the model it was trained from, scored on the same set."),
@@ -59,9 +67,11 @@ export async function render(ctx, page) {
         { empty: "No version yet: a succeeded training run registers one." },
       ),
     ),
+    liveArms(a, versions),
+    gateDecisions(decisions),
     h("section", { "aria-labelledby": "history-h" },
       h("h2", { id: "history-h" }, "Deployments"),
-      h("p", { class: "help" }, "Every version deployed to all traffic, newest first. A promotion's gate decision (each check's numbers and bound) is shown on the run's page when you promote."),
+      h("p", { class: "help" }, "Every version deployed to all traffic, newest first."),
       table(
         "Deployments, newest first",
         ["Version", "Deployed at"],
@@ -136,5 +146,118 @@ function serving(ctx, a) {
     ),
     form,
     out,
+  );
+}
+
+/**
+ * Roll back to a version deployed before, and cancel the canary: both promote the run that
+ * registered a version deployed before, to all traffic, which the API does without the gate
+ * (`POST /v1/training-runs/{run}/promote` with `percent: 100` answers `rollback: true`; the
+ * API has no other way to end a canary: `PATCH /v1/agents/{id}` cannot change what serves).
+ * @param {import("../app.js").Ctx} ctx
+ * @param {any} a
+ * @param {any[]} versions
+ */
+function actions(ctx, a, versions) {
+  const result = h("div", { class: "action-result", id: "agent-action-result" });
+  if (flash && flash.agent === a.agent_id) result.append(flash.notice);
+  flash = null;
+  /** @type {Map<string, string>} version → the run that registered it */
+  const runOf = new Map(versions.map((v) => [v.version, v.run_id]));
+  const earlier = [...new Set([...(a.history ?? [])].reverse().map((/** @type {{version: string}} */ d) => d.version))]
+    .filter((v) => v !== a.deployed_version && runOf.has(v));
+
+  /**
+   * @param {string} version
+   * @param {HTMLButtonElement} open
+   */
+  const promote = async (version, open) => {
+    const run = runOf.get(version);
+    if (!run) return;
+    open.disabled = true;
+    result.replaceChildren();
+    try {
+      const r = await api(`/v1/training-runs/${enc(run)}/promote`, { method: "POST", body: { percent: 100 } });
+      flash = { agent: a.agent_id, notice: promotedNotice(r) };
+      ctx.navigate(location.pathname + location.search, { replace: true });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) return;
+      result.append(promoteRefusal(e, version, "agent-action-refused"));
+      open.disabled = false;
+    }
+  };
+
+  const controls = h("div", { class: "actions" });
+  if (a.canary && a.deployed_version && runOf.has(a.deployed_version)) {
+    controls.append(confirmButton({
+      id: "cancel-canary", label: `Cancel canary ${a.canary.version}…`, title: `Cancel the canary ${a.canary.version}?`,
+      body: h("p", null, `All traffic goes back to the deployed version ${a.deployed_version} (its run is promoted again, without the gate); ${a.canary.version} stops serving.`),
+      confirm: "Cancel canary", keep: "Keep the canary", danger: true,
+      onConfirm: (open) => promote(a.deployed_version, open),
+    }));
+  }
+  if (earlier.length) {
+    const choice = h("select", { id: "rollback-version" }, earlier.map((v) => h("option", { value: v }, `${v} (run ${runOf.get(v)})`)));
+    controls.append(h("div", { class: "inline-form" },
+      h("div", { class: "field" }, h("label", { for: "rollback-version" }, "Version deployed before"), choice),
+      confirmButton({
+        id: "rollback", label: "Roll back…", title: "Roll back?",
+        body: h("p", null, "The chosen version serves all traffic again (a version deployed before is promoted without the gate); any canary ends."),
+        confirm: "Roll back", keep: "Keep what serves", danger: true,
+        onConfirm: (open) => promote(choice.value, open),
+      })));
+  }
+  return h("section", { "aria-labelledby": "actions-h" },
+    h("h2", { id: "actions-h" }, "Roll back or cancel the canary"),
+    controls.childElementCount ? controls
+      : h("p", { class: "empty" }, a.deployed_version ? "No canary to cancel and no earlier deployed version to roll back to." : "Nothing deployed yet."),
+    result,
+  );
+}
+
+/**
+ * What the agent platform reported per version arm (outcomes, reward mean, safety violation
+ * and reward-hacking rates), from each version's `live`.
+ * @param {any} a
+ * @param {any[]} versions
+ */
+function liveArms(a, versions) {
+  const live = versions.filter((v) => v.live);
+  /** @param {string} v */
+  const arm = (v) => v === a.deployed_version ? "deployed" : a.canary && a.canary.version === v ? `canary (${num(a.canary.percent, 1)}%)` : "not serving";
+  return h("section", { "aria-labelledby": "live-h" },
+    h("h2", { id: "live-h" }, "Live figures per arm"),
+    h("p", { class: "help" }, "Outcomes the agent platform reported (POST /v1/agents/{id}/outcomes) for the requests each version served."),
+    table("Live figures per version arm", ["Version", "Arm", "Outcomes", "Reward mean", "Safety violation rate", "Reward hacking rate"],
+      live.map((v) => [
+        h("strong", null, v.version), arm(v.version), String(v.live.stats.outcomes), num(v.live.reward_mean),
+        num(v.live.safety_violation_rate), num(v.live.reward_hacking_rate),
+      ]),
+      { empty: "No outcome reported for any version yet." }),
+  );
+}
+
+/**
+ * Every promotion the gate decided, newest first: refusals with their reasons, each check's
+ * numbers and bound.
+ * @param {any[]} decisions
+ */
+function gateDecisions(decisions) {
+  return h("section", { "aria-labelledby": "gate-h" },
+    h("h2", { id: "gate-h" }, `Gate decisions (${decisions.length})`),
+    h("p", { class: "help" }, "Every promotion the evaluation gate decided, newest first, refused ones included: each check's candidate and deployed numbers against its bound."),
+    decisions.length === 0
+      ? h("p", { class: "empty" }, "No promotion yet.")
+      : h("ol", { class: "gate-decisions", id: "gate-decisions" }, decisions.map((d, i) => {
+          const passed = d.decision.passed;
+          return h("li", { class: `gate-decision ${passed ? "passed" : "refused"}`, "data-run-id": d.run_id, "data-version": d.version, "data-passed": String(passed) },
+            h("div", { class: "gate-decision-head" },
+              h("h3", null, h("span", { class: `badge ${passed ? "status-succeeded" : "status-failed"}` }, passed ? "passed" : "refused"), " ", d.version,
+                d.percent < 100 ? ` as a canary at ${num(d.percent, 1)}%` : " to all traffic", d.rollback ? " (rollback, not gated)" : ""),
+              h("span", null, "run ", link(`/console/runs/${enc(d.run_id)}`, d.run_id)), when(d.at_ms)),
+            passed ? null : h("div", { class: "refusal" }, h("p", null, h("strong", null, "Refused: nothing changed. Reasons:")), reasonList(d.decision)),
+            decisionTable(d.decision, `Checks of decision ${decisions.length - i} (${d.version}, ${passed ? "passed" : "refused"})`),
+          );
+        })),
   );
 }

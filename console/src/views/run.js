@@ -3,8 +3,8 @@
 
 import { api, ApiError, enc } from "../api.js";
 import { resetCharts } from "../charts.js";
-import { decisionTable, reasonList } from "../decision.js";
-import { facts, h, link, money, num, replace, statusBadge, when } from "../dom.js";
+import { promotedNotice, promoteRefusal } from "../decision.js";
+import { confirmButton, facts, h, link, money, num, replace, statusBadge, when } from "../dom.js";
 import { fetchSeries, runCharts } from "../metrics.js";
 
 /** Seconds between refreshes while a run is queued or running. */
@@ -88,20 +88,11 @@ export async function render(ctx, page) {
   };
 
   /** The cancel button and its confirmation dialog. */
-  const cancelControl = () => {
-    const dialog = h("dialog", { "aria-labelledby": "cancel-h", class: "confirm" },
-      h("h2", { id: "cancel-h" }, "Cancel this run?"),
-      h("p", null, `The job of ${id} is stopped; a cancelled run cannot be resumed.`),
-      h("div", { class: "dialog-actions" },
-        h("button", { type: "button", class: "danger", id: "confirm-cancel" }, "Cancel run"),
-        h("button", { type: "button", class: "secondary", id: "keep-running" }, "Keep it"),
-      ),
-    );
-    const open = h("button", { type: "button", class: "danger", id: "cancel-run" }, "Cancel run…");
-    open.addEventListener("click", () => dialog.showModal());
-    /** @type {HTMLButtonElement} */ (dialog.querySelector("#keep-running")).addEventListener("click", () => dialog.close());
-    /** @type {HTMLButtonElement} */ (dialog.querySelector("#confirm-cancel")).addEventListener("click", async () => {
-      dialog.close();
+  const cancelControl = () => confirmButton({
+    id: "cancel-run", label: "Cancel run…", title: "Cancel this run?", danger: true,
+    body: h("p", null, `The job of ${id} is stopped; a cancelled run cannot be resumed.`),
+    confirm: "Cancel run", keep: "Keep it",
+    onConfirm: async (open) => {
       open.disabled = true;
       result.replaceChildren();
       try {
@@ -117,9 +108,8 @@ export async function render(ctx, page) {
         }
       }
       drawAll();
-    });
-    return h("div", { class: "action" }, open, dialog);
-  };
+    },
+  });
 
   /** The promote form: all traffic, or a canary share. */
   const promoteControl = () => {
@@ -140,24 +130,10 @@ export async function render(ctx, page) {
       btn.disabled = true;
       try {
         const r = await api(`/v1/training-runs/${enc(id)}/promote`, { method: "POST", body: { percent: pct } });
-        const what = r.rollback ? `${r.version} rolled back to` : r.canary ? `${r.version} is a canary at ${r.canary.percent}%` : `${r.version} is deployed`;
-        result.append(h("div", { role: "status", class: "notice" },
-          h("p", null, h("strong", null, `Promoted: ${what}.`), ` Deployed version: ${r.deployed_version ?? "none"}.`),
-          decisionTable(r.decision, "The gate's checks"),
-        ));
+        result.append(promotedNotice(r));
       } catch (e) {
         if (e instanceof ApiError && e.status === 401) return;
-        const decision = e instanceof ApiError ? e.problem.decision : undefined;
-        result.append(h("div", { role: "alert", class: "alert", id: "promote-refused" },
-          decision
-            ? [
-                h("p", null, h("strong", null, `The evaluation gate refused the promotion of ${run.model_version}.`)),
-                h("h3", null, "Reasons"),
-                reasonList(decision),
-                decisionTable(decision, "The gate's checks"),
-              ]
-            : h("p", null, h("strong", null, "Promotion failed: "), e instanceof Error ? e.message : String(e)),
-        ));
+        result.append(promoteRefusal(e, run.model_version));
       } finally {
         btn.disabled = false;
       }
