@@ -9,6 +9,8 @@ import * as agent from "./views/agent.js";
 import * as budget from "./views/budget.js";
 import * as budgets from "./views/budgets.js";
 import * as compare from "./views/compare.js";
+import * as dataset from "./views/dataset.js";
+import * as datasets from "./views/datasets.js";
 import * as evaluation from "./views/evaluation.js";
 import * as evaluations from "./views/evaluations.js";
 import * as login from "./views/login.js";
@@ -48,6 +50,8 @@ const ROUTES = [
   [/^\/evaluations\/(.+)$/, evaluation, ["id"], true],
   [/^\/budgets$/, budgets, [], true],
   [/^\/budgets\/(.+)$/, budget, ["id"], true],
+  [/^\/datasets$/, datasets, [], true],
+  [/^\/datasets\/(.+)$/, dataset, ["id"], true],
 ];
 
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
@@ -88,7 +92,7 @@ function drawHeader() {
   const item = (href, text) =>
     h("li", null, h("a", { href, "aria-current": path === href || path.startsWith(`${href}/`) ? "page" : null }, text));
   replace(nav, signedIn ? h("ul", null, item(`${BASE}/agents`, "Agents"), item(`${BASE}/runs`, "Training runs"), item(`${BASE}/trajectories`, "Trajectories"),
-    item(`${BASE}/evaluations`, "Evaluations"), item(`${BASE}/budgets`, "Budgets")) : null);
+    item(`${BASE}/evaluations`, "Evaluations"), item(`${BASE}/budgets`, "Budgets"), item(`${BASE}/datasets`, "Datasets")) : null);
   replace(
     account,
     signedIn

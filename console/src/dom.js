@@ -170,3 +170,18 @@ export function confirmButton(opts) {
   });
   return h("div", { class: "action" }, open, dialog);
 }
+
+/**
+ * A size in bytes, in the binary units, with the exact count in its title.
+ * @param {number | null | undefined} n
+ */
+export function bytes(n) {
+  if (n === null || n === undefined) return "—";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let x = n, u = 0;
+  while (x >= 1024 && u < units.length - 1) {
+    x /= 1024;
+    u += 1;
+  }
+  return h("span", { title: `${n.toLocaleString("en-US")} bytes`, "data-bytes": n }, u === 0 ? `${n} B` : `${x.toFixed(1)} ${units[u]}`);
+}

@@ -45,12 +45,14 @@ def pages(demo: Demo) -> dict[str, str]:
         "trajectories": "/console/trajectories",
         "evaluations": "/console/evaluations",
         "budgets": "/console/budgets",
+        "datasets": "/console/datasets",
+        "dataset": f"/console/datasets/{quote(demo.dataset_id, safe='')}",
         "not-found": "/console/no-such-page",
     }
 
 
 @pytest.mark.parametrize("name", ["agents", "agent", "runs", "runs-of-agent", "run", "compare", "trajectories", "evaluations",
-                                  "budgets", "not-found"])
+                                  "budgets", "datasets", "dataset", "not-found"])
 def test_page_loads_clean_accessible_and_narrow(page: Page, stack: Stack, demo: Demo, name: str,
                                                 request: pytest.FixtureRequest) -> None:
     # The lists show something: an escalated budget and a code evaluation (created once).
@@ -906,3 +908,71 @@ def test_the_line_diff_is_a_shortest_edit_script(page: Page, stack: Stack) -> No
         assert [r["left"]["text"] for r in rows if r["left"]] == a
         assert [r["right"]["text"] for r in rows if r["right"]] == b
         assert all(r["left"]["text"] == r["right"]["text"] for r in rows if r["kind"] == "same")
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+
+
+def test_a_dataset_shows_its_manifests_counts_and_files(page: Page, stack: Stack, demo: Demo) -> None:
+    did = demo.dataset_id
+    manifest = stack.ok("GET", f"/v1/datasets/{quote(did, safe='')}")
+    listed = next(d for d in stack.ok("GET", "/v1/datasets")["datasets"] if d["dataset_id"] == did)
+    watch = Watch.on(page)
+
+    # In the list, with its size and split counts.
+    load(page, stack, "/console/datasets")
+    row = page.locator(f"#datasets tbody tr[data-dataset-id='{did}']")
+    expect(row).to_have_count(1)
+    cells = row.locator("td")
+    assert int(cells.nth(1).locator("[data-bytes]").get_attribute("data-bytes") or "-1") == listed["bytes"]
+    c = listed["counts"]
+    expect(cells.nth(2)).to_contain_text(f"{c['train_rows']:,} rows")
+    expect(cells.nth(3)).to_contain_text(f"{c['validation_rows']:,} rows")
+    expect(cells.nth(4)).to_have_text(str(len(listed["files"])))
+    page.get_by_role("link", name=did, exact=True).click()
+    page.wait_for_url(re.compile(rf"/console/datasets/{re.escape(did)}$"))
+    page.wait_for_selector("main:not([aria-busy]) #splits")
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"Dataset {did}")
+
+    # The splits: train against validation, as the manifest counts them.
+    for split in ("train", "validation"):
+        for what in ("rows", "trajectories", "conversations"):
+            key = f"{split}_{what}"
+            if key in manifest["counts"]:
+                expect(page.locator(f"#splits td[data-count={key}]")).to_have_text(f"{manifest['counts'][key]:,}")
+    # Every file, with its size and hash; together they are the listed size.
+    files = page.locator("#dataset-files tbody tr")
+    expect(files).to_have_count(len(manifest["files"]))
+    for name, f in manifest["files"].items():
+        frow = page.locator(f"#dataset-files tbody tr[data-file='{name}']")
+        assert frow.locator("td").all_inner_texts()[1:] == [str(f["bytes"]), f["sha256"], f["path"]]
+    assert sum(f["bytes"] for f in manifest["files"].values()) == listed["bytes"]
+    # The rules it was built by, the agents selected, and the runs trained on it.
+    rules = page.get_by_role("region", name="Selection rules").locator("tbody tr")
+    expect(rules).to_have_count(len(manifest["rules"]))
+    agents = page.get_by_role("region", name="Agents considered")
+    for a in manifest["agents"]:
+        expect(agents).to_contain_text(a["agent_id"])
+    runs = page.get_by_role("region", name="Training runs on this dataset, newest first")
+    for r in demo.runs:
+        expect(runs.get_by_role("link", name=r["run_id"], exact=True)).to_have_count(1)
+    shoot(page, "dataset")
+    narrow_and_accessible(page, "the dataset")
+    watch.assert_clean()
+
+
+def test_another_tenants_dataset_is_the_404_page(context: BrowserContext, stack: Stack, demo: Demo) -> None:
+    did = demo.dataset_id
+    assert stack.api("GET", f"/v1/datasets/{quote(did, safe='')}", key=OTHER_KEY)[0] == 404
+    sign_in(context, stack, OTHER_KEY)
+    page = context.new_page()
+    watch = Watch.on(page)
+    load(page, stack, "/console/nothing-here")
+    unknown = page.locator("main").inner_text()
+    load(page, stack, f"/console/datasets/{quote(did, safe='')}")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Page not found")
+    assert page.locator("main").inner_text() == unknown
+    load(page, stack, "/console/datasets")
+    expect(page.locator(f"tr[data-dataset-id='{did}']")).to_have_count(0)
+    watch.assert_clean(allow=((404, "/v1/datasets/"),))
