@@ -534,6 +534,11 @@ async fn idle_sessions_end_into_trajectories_after_their_tenants_timeout() {
     let rows = turns(&s, "s-idle").await;
     assert_eq!(rows[1].content, "Hello");
     assert_eq!(rows[1].response_token_ids, Some(vec![11, 12]));
+    let summary = crate::trajectories::indexed(&s, "s-idle").await;
+    assert_eq!(
+        (&summary["source"], &summary["agent_id"]),
+        (&json!("gateway"), &json!("coder-9"))
+    );
     assert_eq!(say(&s.key_a, "s-idle", "more").await, 409);
     let (status, ended) = s
         .a("POST", "/gateway/coder-9/sessions/s-idle/end", None)

@@ -192,6 +192,12 @@ async fn an_otlp_conversation_becomes_a_trajectory_at_its_end() {
     let rows = turns(&s, ids[0].as_str().unwrap()).await;
     let roles: Vec<&str> = rows.iter().map(|r| r.role.as_str()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    let summary = crate::trajectories::indexed(&s, ids[0].as_str().unwrap()).await;
+    assert_eq!(
+        (&summary["source"], &summary["conversation_id"]),
+        (&json!("traces"), &json!("conv-otlp-1"))
+    );
+    assert_eq!(summary["turns"][1]["tool_calls"][0]["name"], "get_weather");
     assert!(
         rows.iter()
             .all(|r| r.agent_id == "tutor" && r.conversation_id == "conv-otlp-1")

@@ -292,6 +292,20 @@ async fn listed_and_read_back(s: Stack) {
     s.stop().await;
 }
 
+/// `id` of tenant-a as `GET /v1/trajectories/{id}` shows it, once the worker indexed it.
+pub(crate) async fn indexed(s: &Stack, id: &str) -> Value {
+    let path = format!("/v1/trajectories/{}", urlencode(id));
+    for _ in 0..200 {
+        let (status, detail) = s.a("GET", &path, None).await;
+        if status == 200 {
+            return detail;
+        }
+        assert_eq!(status, 404, "{detail}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{id} was never indexed");
+}
+
 /// Equal up to the last place: serde_json's default parser (the client's) may read a
 /// shortest-round-trip number one unit off.
 fn same(a: Option<f64>, b: Option<f64>) -> bool {
