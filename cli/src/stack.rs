@@ -228,8 +228,8 @@ pub async fn start(
             storage,
             logs,
         } => {
-            let (launcher, jobs) = LocalLauncher::new();
-            (Arc::new(launcher), Some((jobs, command, storage, logs)))
+            let (launcher, jobs) = LocalLauncher::new(logs);
+            (Arc::new(launcher), Some((jobs, command, storage)))
         }
         Launch::Remote(launcher) => (launcher, None),
     };
@@ -287,8 +287,8 @@ pub async fn start(
         models,
     );
     let (stop, mut stopped) = watch::channel(false);
-    let runner = local.map(|(jobs, command, storage, logs)| {
-        let runner = LocalRunner::new(jobs, command, storage, logs, training.clone());
+    let runner = local.map(|(jobs, command, storage)| {
+        let runner = LocalRunner::new(jobs, command, storage, training.clone());
         tokio::spawn(runner.run(stop.subscribe()))
     });
     let consumer = TrainingConsumer::new(training, stores.training.clone());

@@ -325,6 +325,21 @@ async fn runs(s: &Stack) {
         .a("POST", &format!("/v1/training-runs/{failing}/cancel"), None)
         .await;
     assert_eq!(status, 409, "a finished run cannot be cancelled");
+
+    // Its log's end, as the trainer wrote it; bounded; the tenant's own only.
+    let logs = format!("/v1/training-runs/{failing}/logs");
+    let (status, tail) = s.a("GET", &logs, None).await;
+    assert_eq!(status, 200, "{tail}");
+    assert_eq!(
+        (&tail["lines"], &tail["location"]),
+        (&json!(["stand-in trainer failed as asked"]), &Value::Null)
+    );
+    for bad in ["0", "2001", "x"] {
+        let (status, problem) = s.a("GET", &format!("{logs}?lines={bad}"), None).await;
+        assert_eq!(status, 400, "{bad}: {problem}");
+    }
+    let (status, ..) = s.send("GET", &logs, Some(&s.key_b), None).await;
+    assert_eq!(status, 404, "another tenant's run");
 }
 
 async fn routing_and_outcomes(s: &Stack) {

@@ -30,7 +30,7 @@ use axum::{
 use utoipa::OpenApi;
 
 pub use events::TrainingConsumer;
-pub use launch::{JobSpec, Launcher, LocalLauncher, LocalRunner};
+pub use launch::{JobSpec, Launcher, LocalLauncher, LocalRunner, LogTail};
 pub use repo::TrainingRepo;
 pub use runs::{JobState, JobStateError, job_state};
 
@@ -107,6 +107,7 @@ impl TrainingState {
         routes::runs::create,
         routes::runs::read,
         routes::runs::metrics,
+        routes::runs::logs,
         routes::runs::list,
         routes::runs::cancel,
         routes::runs::promote,
@@ -189,6 +190,7 @@ pub fn service(state: TrainingState) -> Service {
         )
         .route("/v1/training-runs/{id}", get(routes::runs::read))
         .route("/v1/training-runs/{id}/metrics", get(routes::runs::metrics))
+        .route("/v1/training-runs/{id}/logs", get(routes::runs::logs))
         .route("/v1/training-runs/{id}/cancel", post(routes::runs::cancel))
         .route(
             "/v1/training-runs/{id}/promote",

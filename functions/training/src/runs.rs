@@ -18,7 +18,7 @@ use serde_json::{Value, value::RawValue};
 
 use crate::{
     TrainingState,
-    launch::JobSpec,
+    launch::{JobSpec, LogTail},
     repo::{AgentRecord, BaseRef, JobRef, RunRecord, lost_race},
     versions::{self, RegisterOutcome},
 };
@@ -389,6 +389,41 @@ pub(crate) async fn with_progress(
         latest,
         ..summary(run)
     })
+}
+
+/// Why a run's log is not shown.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LogError {
+    #[error("no such training run")]
+    NotFound,
+    /// The run's job ran on another launcher than this process's (its log is not here).
+    #[error("the run's job ran on the {0} launcher, which this deployment does not use")]
+    OtherLauncher(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("its log could not be read: {0}")]
+    Launcher(anyhow::Error),
+}
+
+/// The last `lines` lines of run `id`'s job log, or where it is kept.
+pub(crate) async fn log_tail(
+    state: &TrainingState,
+    t: &TenantId,
+    id: &str,
+    lines: usize,
+) -> Result<LogTail, LogError> {
+    let (run, _) = state.repo.run(t, id).await?.ok_or(LogError::NotFound)?;
+    let Some(job) = run.job else {
+        return Ok(LogTail::Lines(Vec::new()));
+    };
+    if job.launcher != state.launcher.name() {
+        return Err(LogError::OtherLauncher(job.launcher));
+    }
+    state
+        .launcher
+        .log_tail(&job.job_id, lines)
+        .await
+        .map_err(LogError::Launcher)
 }
 
 /// The lines of `id`'s `metrics.jsonl` a curve of at most `max_points` draws (see

@@ -523,6 +523,32 @@ pub(crate) struct RunPage {
     pub next_cursor: Option<String>,
 }
 
+/// The end of a run's job log.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct LogTailView {
+    pub run_id: String,
+    /// Its last lines, oldest first (empty when the job has not written any, or when the log
+    /// is kept elsewhere).
+    pub lines: Vec<String>,
+    /// Where the log is kept when this deployment does not read it (AWS Batch's CloudWatch
+    /// Logs stream); null when `lines` is the log.
+    pub location: Option<String>,
+}
+
+impl LogTailView {
+    pub(crate) fn new(run_id: String, tail: crate::launch::LogTail) -> Self {
+        let (lines, location) = match tail {
+            crate::launch::LogTail::Lines(lines) => (lines, None),
+            crate::launch::LogTail::Elsewhere(location) => (Vec::new(), Some(location)),
+        };
+        Self {
+            run_id,
+            lines,
+            location,
+        }
+    }
+}
+
 /// A dataset as its manifest describes it (fields a manifest of an older schema lacks are
 /// null).
 #[derive(Debug, Serialize, ToSchema)]

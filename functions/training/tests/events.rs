@@ -33,7 +33,7 @@ async fn every_fixture_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let stores = Stores::embedded(dir.path()).unwrap();
     // Jobs queue up for a runner this test does not start (the API tests run them).
-    let (launcher, _jobs) = LocalLauncher::new();
+    let (launcher, _jobs) = LocalLauncher::new(dir.path().join("training-logs"));
     let state = TrainingState::new(
         stores.table.clone(),
         stores.objects.clone(),
@@ -110,6 +110,12 @@ async fn every_fixture_round_trips() {
     );
     let (status, manifest) = call(&app, &fixture("get-dataset.json")).await;
     assert_eq!((status, manifest), (200, serde_json::json!({})));
+    let (status, tail) = call(&app, &at("get-run-logs.json", &id)).await;
+    assert_eq!(
+        (status, &tail["lines"]),
+        (200, &serde_json::json!([])),
+        "the job is queued, not started: {tail}"
+    );
     let (status, curves) = call(&app, &at("get-run-metrics.json", &id)).await;
     assert_eq!(
         (

@@ -95,6 +95,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "create_training_runs": ("training_runs", "create"),
     "read_training_runs": ("training_runs", "get"),
     "metrics": ("training_runs", "metrics"),
+    "logs": ("training_runs", "logs"),
     "cancel": ("training_runs", "cancel"),
     "promote": ("training_runs", "promote"),
     "post_trajectories": ("trajectories", "create"),

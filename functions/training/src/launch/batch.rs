@@ -15,7 +15,7 @@ use agentrl_store::{
 use async_trait::async_trait;
 use aws_sdk_batch::types::{ContainerOverrides, ResourceRequirement, ResourceType};
 
-use super::{JobSpec, Launcher};
+use super::{JobSpec, Launcher, LogTail};
 
 /// Submits training jobs to Batch job queues.
 pub struct BatchLauncher {
@@ -141,6 +141,34 @@ impl Launcher for BatchLauncher {
             })?;
         out.job_id
             .ok_or_else(|| anyhow::anyhow!("SubmitJob answered without a job id"))
+    }
+
+    async fn log_tail(&self, job_id: &str, _lines: usize) -> anyhow::Result<LogTail> {
+        // Batch sends a job's output to CloudWatch Logs, which this function does not read:
+        // the answer names the stream.
+        let jobs = self
+            .client
+            .get()
+            .await
+            .describe_jobs()
+            .jobs(job_id)
+            .send()
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "DescribeJobs: {}",
+                    aws_sdk_batch::error::DisplayErrorContext(e)
+                )
+            })?;
+        let stream = jobs
+            .jobs()
+            .first()
+            .and_then(|j| j.container())
+            .and_then(|c| c.log_stream_name());
+        Ok(LogTail::Elsewhere(match stream {
+            Some(stream) => format!("CloudWatch Logs, group /aws/batch/job, stream {stream}"),
+            None => "CloudWatch Logs, group /aws/batch/job, once the job has started".into(),
+        }))
     }
 
     async fn cancel(&self, job_id: &str, reason: &str) -> anyhow::Result<()> {

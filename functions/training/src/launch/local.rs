@@ -16,7 +16,7 @@ use agentrl_core::training::{
 use async_trait::async_trait;
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::{JobSpec, Launcher};
+use super::{JobSpec, Launcher, LogTail};
 use crate::{
     TrainingState,
     runs::{self, JobState},
@@ -29,6 +29,7 @@ type Current = Arc<Mutex<Option<(String, Arc<Notify>)>>>;
 pub struct LocalLauncher {
     jobs: mpsc::UnboundedSender<JobSpec>,
     current: Current,
+    logs: PathBuf,
 }
 
 /// Runs the queued jobs, one at a time (a training run takes every core).
@@ -64,19 +65,25 @@ impl Storage {
 pub struct LocalJobs {
     jobs: mpsc::UnboundedReceiver<JobSpec>,
     current: Current,
+    logs: PathBuf,
 }
 
 impl LocalLauncher {
-    /// A launcher and the queue its runner takes jobs from.
-    pub fn new() -> (Self, LocalJobs) {
+    /// A launcher whose jobs log to `logs/RUN.log`, and the queue its runner takes jobs from.
+    pub fn new(logs: PathBuf) -> (Self, LocalJobs) {
         let (tx, rx) = mpsc::unbounded_channel();
         let current = Current::default();
         (
             Self {
                 jobs: tx,
                 current: current.clone(),
+                logs: logs.clone(),
             },
-            LocalJobs { jobs: rx, current },
+            LocalJobs {
+                jobs: rx,
+                current,
+                logs,
+            },
         )
     }
 }
@@ -110,6 +117,17 @@ impl Launcher for LocalLauncher {
         Ok(job.run_id.clone())
     }
 
+    async fn log_tail(&self, job_id: &str, lines: usize) -> anyhow::Result<LogTail> {
+        // Job ids are run ids, which name no other directory (`run-` and hex).
+        anyhow::ensure!(
+            !job_id.contains(['/', '\\']) && !job_id.starts_with('.'),
+            "not a local job id: {job_id:?}"
+        );
+        let log = log_path(&self.logs, job_id);
+        let tail = tokio::task::spawn_blocking(move || last_lines(&log, lines)).await??;
+        Ok(LogTail::Lines(tail))
+    }
+
     async fn cancel(&self, job_id: &str, _reason: &str) -> anyhow::Result<()> {
         // A queued job is skipped by the runner, which sees its run cancelled.
         if let Some((running, stop)) = &*self.current.lock().expect("not poisoned")
@@ -123,12 +141,11 @@ impl Launcher for LocalLauncher {
 
 impl LocalRunner {
     /// A runner of `jobs` that starts `program ARGS… run …` on the objects of `storage`,
-    /// writing each job's output to `logs/RUN.log`, reporting to `state`.
+    /// writing each job's output where its launcher reads it, reporting to `state`.
     pub fn new(
         jobs: LocalJobs,
         (program, args): (PathBuf, Vec<String>),
         storage: Storage,
-        logs: PathBuf,
         state: TrainingState,
     ) -> Self {
         Self {
@@ -137,7 +154,7 @@ impl LocalRunner {
             program,
             args,
             storage,
-            logs,
+            logs: jobs.logs,
             state,
         }
     }
@@ -173,7 +190,7 @@ impl LocalRunner {
                 return true;
             }
         }
-        let log = self.logs.join(format!("{}.log", job.run_id));
+        let log = log_path(&self.logs, &job.run_id);
         let outcome = match self.spawn(job, &log) {
             Ok(mut child) => {
                 let cancel = Arc::new(Notify::new());
@@ -224,9 +241,69 @@ impl LocalRunner {
     }
 }
 
+fn log_path(logs: &Path, run_id: &str) -> PathBuf {
+    logs.join(format!("{run_id}.log"))
+}
+
+/// Bytes read from a log's end: enough for hundreds of lines, however long the log grew.
+const TAIL_BYTES: u64 = 256 * 1024;
+
+/// The last `n` lines of the file at `path` (none when there is no file yet).
+fn last_lines(path: &Path, n: usize) -> std::io::Result<Vec<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if start > 0 && !lines.is_empty() {
+        lines.remove(0); // cut mid-line by the seek
+    }
+    Ok(lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect())
+}
+
 /// The last lines of a run's log, for its failure reason.
 fn log_tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(3)..].join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logs_last_lines_are_read_from_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("run-1.log");
+        assert_eq!(
+            last_lines(&log, 5).unwrap(),
+            Vec::<String>::new(),
+            "no log yet"
+        );
+        let text: String = (0..10).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&log, text).unwrap();
+        assert_eq!(last_lines(&log, 3).unwrap(), ["line 7", "line 8", "line 9"]);
+        assert_eq!(last_lines(&log, 100).unwrap().len(), 10);
+        // Past the bytes read from the end, the line the seek cut is left out.
+        let long: String = (0..40_000).map(|i| format!("progress {i:08}\n")).collect();
+        std::fs::write(&log, long).unwrap();
+        let tail = last_lines(&log, 100_000).unwrap();
+        assert_eq!(tail.last().unwrap(), "progress 00039999");
+        assert!(
+            tail.iter().all(|l| l.len() == "progress 00000000".len()),
+            "no cut line"
+        );
+    }
 }

@@ -58,6 +58,15 @@ impl JobSpec {
     }
 }
 
+/// What a launcher can show of a job's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogTail {
+    /// Its last lines, oldest first.
+    Lines(Vec<String>),
+    /// The log lives where this process does not read it: where to look.
+    Elsewhere(String),
+}
+
 /// Starts and stops training jobs.
 #[async_trait]
 pub trait Launcher: Send + Sync + 'static {
@@ -90,4 +99,10 @@ pub trait Launcher: Send + Sync + 'static {
     /// # Errors
     /// When the launcher could not be reached.
     async fn cancel(&self, job_id: &str, reason: &str) -> anyhow::Result<()>;
+
+    /// The last `lines` lines of job `job_id`'s log (no lines when it wrote none yet).
+    ///
+    /// # Errors
+    /// When the launcher or the log could not be read.
+    async fn log_tail(&self, job_id: &str, lines: usize) -> anyhow::Result<LogTail>;
 }

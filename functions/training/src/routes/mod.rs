@@ -11,11 +11,27 @@ use agentrl_http::ApiError;
 
 use crate::{
     agents::AgentError,
-    runs::{CancelError, CreateError, ReadError},
+    runs::{CancelError, CreateError, LogError, ReadError},
     versions::{OutcomeError, PromoteError},
 };
 
 const CONCURRENT: &str = "changed concurrently by other requests; retry";
+
+impl From<LogError> for ApiError {
+    fn from(e: LogError) -> Self {
+        match e {
+            LogError::NotFound => ApiError::not_found("training run"),
+            LogError::OtherLauncher(_) => {
+                ApiError::new(axum::http::StatusCode::CONFLICT, e.to_string())
+            }
+            LogError::Store(e) => e.into(),
+            LogError::Launcher(e) => ApiError::new(
+                axum::http::StatusCode::BAD_GATEWAY,
+                format!("the run's log: {e}"),
+            ),
+        }
+    }
+}
 
 impl From<AgentError> for ApiError {
     fn from(e: AgentError) -> Self {

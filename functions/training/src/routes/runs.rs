@@ -14,7 +14,9 @@ use serde::Deserialize;
 
 use crate::{
     TrainingState, runs, versions,
-    wire::{CreateRunBody, MetricSeriesView, PromoteBody, PromoteView, RunPage, RunView},
+    wire::{
+        CreateRunBody, LogTailView, MetricSeriesView, PromoteBody, PromoteView, RunPage, RunView,
+    },
 };
 
 /// Start a training run of an agent on a dataset. The same agent, dataset, base and config
@@ -104,6 +106,49 @@ pub(crate) async fn metrics(
         total,
         points,
     }))
+}
+
+/// `?lines=`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LogParams {
+    lines: Option<String>,
+}
+
+/// Lines a log tail gets unless asked.
+const DEFAULT_LOG_LINES: u64 = 200;
+/// The most lines a log tail may ask for.
+const MAX_LOG_LINES: u64 = 2_000;
+
+/// The end of a run's job log: its last lines where this deployment runs jobs itself (the
+/// local launcher), or where the log is kept (AWS Batch: its CloudWatch Logs stream).
+#[utoipa::path(get, path = "/v1/training-runs/{id}/logs", tag = "training",
+    params(
+        ("id" = String, Path, description = "The run id"),
+        ("lines" = Option<u64>, Query, minimum = 1, maximum = 2000, description = "Last lines returned (default 200)"),
+    ),
+    responses(
+        (status = 200, description = "The log's end, or where it is", body = LogTailView),
+        (status = 400, description = "lines out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run's job ran on a launcher this deployment does not use", body = Problem, content_type = "application/problem+json"),
+        (status = 502, description = "The launcher could not be read", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn logs(
+    State(state): State<TrainingState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+    Query(params): Query<LogParams>,
+) -> Result<Json<LogTailView>, ApiError> {
+    let lines = parse_u64("lines", params.lines.as_deref())?.unwrap_or(DEFAULT_LOG_LINES);
+    if !(1..=MAX_LOG_LINES).contains(&lines) {
+        return Err(ApiError::invalid(
+            "lines",
+            format!("must be between 1 and {MAX_LOG_LINES}"),
+        ));
+    }
+    let lines = usize::try_from(lines).expect("at most 2,000");
+    let tail = runs::log_tail(&state, &tenant, &id, lines).await?;
+    Ok(Json(LogTailView::new(id, tail)))
 }
 
 /// `?agent_id=&cursor=&limit=`.

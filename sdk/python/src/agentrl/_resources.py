@@ -768,6 +768,15 @@ class TrainingRuns:
         """
         return self._client.paginate("GET", "/v1/training-runs", params={"agent_id": agent_id, "limit": limit}, items="runs")
 
+    def logs(self, id: str, *, lines: int | None = None) -> m.LogTailView:
+        """
+        The end of a run's job log: its last lines where this deployment runs jobs itself (the local
+        launcher), or where the log is kept (AWS Batch: its CloudWatch Logs stream).
+
+        `GET /v1/training-runs/{id}/logs`.
+        """
+        return cast("m.LogTailView", self._client.request("GET", f"/v1/training-runs/{_seg(id)}/logs", params={"lines": lines}))
+
     def metrics(self, id: str, *, max_points: int | None = None) -> m.MetricSeriesView:
         """
         A run's curves: every line of its `metrics.jsonl` up to `max_points`, an even sample of them
@@ -1580,6 +1589,15 @@ class AsyncTrainingRuns:
         Every `runs` of `GET /v1/training-runs`, page after page.
         """
         return self._client.paginate("GET", "/v1/training-runs", params={"agent_id": agent_id, "limit": limit}, items="runs")
+
+    async def logs(self, id: str, *, lines: int | None = None) -> m.LogTailView:
+        """
+        The end of a run's job log: its last lines where this deployment runs jobs itself (the local
+        launcher), or where the log is kept (AWS Batch: its CloudWatch Logs stream).
+
+        `GET /v1/training-runs/{id}/logs`.
+        """
+        return cast("m.LogTailView", await self._client.request("GET", f"/v1/training-runs/{_seg(id)}/logs", params={"lines": lines}))
 
     async def metrics(self, id: str, *, max_points: int | None = None) -> m.MetricSeriesView:
         """

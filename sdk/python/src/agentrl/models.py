@@ -1570,6 +1570,20 @@ class LiveView(TypedDict):
     stats: ArmStats
 
 
+class LogTailView(TypedDict):
+    """
+    The end of a run's job log.
+    """
+
+    #: Its last lines, oldest first (empty when the job has not written any, or when the log is
+    #: kept elsewhere).
+    lines: list[str]
+    #: Where the log is kept when this deployment does not read it (AWS Batch's CloudWatch Logs
+    #: stream); null when `lines` is the log.
+    location: NotRequired[str | None]
+    run_id: str
+
+
 MatchMode: TypeAlias = Literal["exact", "normalized", "numeric", "regex", "json_schema"]
 """
     How the answer is compared.
