@@ -1,5 +1,6 @@
 // One training run: status and live progress (polled while it is queued or running), its
-// curves, config, inputs, cost and job; cancel, and promote the version it registered.
+// curves, its job log's end, config, inputs, cost and job; cancel, and promote the version
+// it registered.
 
 import { api, ApiError, enc } from "../api.js";
 import { resetCharts } from "../charts.js";
@@ -9,6 +10,9 @@ import { fetchSeries, runCharts } from "../metrics.js";
 
 /** Seconds between refreshes while a run is queued or running. */
 const POLL_MS = 3000;
+
+/** Log lines shown. */
+const LOG_LINES = 200;
 
 /** @param {string} status */
 const active = (status) => status === "queued" || status === "running";
@@ -27,7 +31,27 @@ export async function render(ctx, page) {
   const details = h("div");
   const curves = h("div", { class: "curves" });
   const latest = h("div");
+  const log = h("div");
   let drawnLines = -1;
+
+  // The job log's last lines, or where the launcher keeps it (Batch: CloudWatch Logs).
+  const drawLog = async () => {
+    try {
+      const tail = await api(`/v1/training-runs/${enc(id)}/logs`, { query: { lines: LOG_LINES } });
+      if (tail.location) {
+        replace(log, h("p", null, "Kept in ", h("code", null, tail.location), "."));
+      } else if (tail.lines.length === 0) {
+        replace(log, h("p", { class: "muted" }, "Nothing logged yet."));
+      } else {
+        replace(log,
+          h("p", { class: "muted" }, `The last ${tail.lines.length} lines.`),
+          h("pre", { class: "json log", tabindex: 0, "aria-label": "The end of the run's log" }, tail.lines.join("\n")));
+      }
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status === 401) throw e;
+      replace(log, h("p", { role: "alert" }, `The log cannot be shown: ${e.message}`));
+    }
+  };
 
   const drawStatus = () => {
     const p = run.progress ?? { fraction: 0 };
@@ -148,7 +172,7 @@ export async function render(ctx, page) {
   };
 
   drawAll();
-  await drawCurves();
+  await Promise.all([drawCurves(), drawLog()]);
 
   page.append(
     h("nav", { class: "crumbs", "aria-label": "Breadcrumb" },
@@ -162,6 +186,7 @@ export async function render(ctx, page) {
     details,
     h("section", { "aria-labelledby": "curves-h" }, h("h2", { id: "curves-h" }, "Curves"), curves),
     h("section", { "aria-labelledby": "latest-h" }, h("h2", { id: "latest-h" }, "Latest metrics"), latest),
+    h("section", { "aria-labelledby": "log-h" }, h("h2", { id: "log-h" }, "Log"), log),
     h("section", { "aria-labelledby": "config-h" },
       h("h2", { id: "config-h" }, "Config"),
       h("pre", { class: "json", tabindex: 0, "aria-label": "Run config as JSON" }, JSON.stringify(run.config ?? {}, null, 2))),
@@ -183,7 +208,7 @@ export async function render(ctx, page) {
       drawStatus();
       drawDetails();
       if (!active(run.status)) drawActions();
-      await drawCurves();
+      await Promise.all([drawCurves(), drawLog()]);
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) return;
       console.warn("refresh:", e);
