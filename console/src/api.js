@@ -89,6 +89,43 @@ export async function api(path, opts = {}) {
 export const enc = (s) => encodeURIComponent(s);
 
 /**
+ * One page of an NDJSON list (`application/x-ndjson`, one JSON value a line), and the next
+ * page's cursor from its `x-next-cursor` header (null on the last page).
+ * @param {string} path
+ * @param {{ query?: Record<string, string | number | null | undefined>, signal?: AbortSignal }} [opts]
+ * @returns {Promise<{ items: any[], next: string | null }>}
+ */
+export async function ndjson(path, opts = {}) {
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(opts.query ?? {})) {
+    if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, String(v));
+  }
+  const res = await fetch(url, {
+    headers: { Accept: "application/x-ndjson, application/problem+json" },
+    credentials: "same-origin",
+    signal: opts.signal,
+  });
+  const text = await res.text();
+  if (!res.ok) {
+    /** @type {any} */
+    let problem = {};
+    try {
+      problem = JSON.parse(text);
+    } catch {
+      problem = { title: res.statusText, detail: text.slice(0, 300) };
+    }
+    if (res.status === 401) {
+      session.csrf = null;
+      session.tenant = null;
+      onUnauthorized();
+    }
+    throw new ApiError(res.status, problem && typeof problem === "object" ? problem : {});
+  }
+  const items = text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line));
+  return { items, next: res.headers.get("x-next-cursor") || null };
+}
+
+/**
  * Every item of a paged list, following `next_cursor` (at most `max` items).
  * @param {string} path
  * @param {string} key  the array's field, e.g. `runs`

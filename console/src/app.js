@@ -6,6 +6,8 @@ import { h, replace } from "./dom.js";
 import { resetCharts } from "./charts.js";
 import * as agents from "./views/agents.js";
 import * as agent from "./views/agent.js";
+import * as attribution from "./views/attribution.js";
+import * as attributions from "./views/attributions.js";
 import * as budget from "./views/budget.js";
 import * as budgets from "./views/budgets.js";
 import * as compare from "./views/compare.js";
@@ -13,6 +15,7 @@ import * as dataset from "./views/dataset.js";
 import * as datasets from "./views/datasets.js";
 import * as evaluation from "./views/evaluation.js";
 import * as evaluations from "./views/evaluations.js";
+import * as kpis from "./views/kpis.js";
 import * as login from "./views/login.js";
 import * as notFound from "./views/notfound.js";
 import * as run from "./views/run.js";
@@ -52,6 +55,9 @@ const ROUTES = [
   [/^\/budgets\/(.+)$/, budget, ["id"], true],
   [/^\/datasets$/, datasets, [], true],
   [/^\/datasets\/(.+)$/, dataset, ["id"], true],
+  [/^\/kpis$/, kpis, [], true],
+  [/^\/attribution$/, attributions, [], true],
+  [/^\/attribution\/(.+)$/, attribution, ["id"], true],
 ];
 
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
@@ -92,7 +98,8 @@ function drawHeader() {
   const item = (href, text) =>
     h("li", null, h("a", { href, "aria-current": path === href || path.startsWith(`${href}/`) ? "page" : null }, text));
   replace(nav, signedIn ? h("ul", null, item(`${BASE}/agents`, "Agents"), item(`${BASE}/runs`, "Training runs"), item(`${BASE}/trajectories`, "Trajectories"),
-    item(`${BASE}/evaluations`, "Evaluations"), item(`${BASE}/budgets`, "Budgets"), item(`${BASE}/datasets`, "Datasets")) : null);
+    item(`${BASE}/evaluations`, "Evaluations"), item(`${BASE}/budgets`, "Budgets"), item(`${BASE}/datasets`, "Datasets"),
+    item(`${BASE}/kpis`, "KPIs"), item(`${BASE}/attribution`, "Attribution")) : null);
   replace(
     account,
     signedIn

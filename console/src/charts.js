@@ -28,6 +28,7 @@ const live = new Set();
  *   x: number[],
  *   lines: Line[],
  *   xLabel?: string,
+ *   xTime?: boolean,
  *   band?: { upper: (number | null)[], lower: (number | null)[], label: string, color?: string },
  *   boundary?: number | null,
  *   boundaryLabels?: [string, string],
@@ -94,7 +95,7 @@ export function chart(spec) {
     const opts = {
       width,
       height: 220,
-      scales: { x: { time: false }, y: { range: yRange } },
+      scales: { x: { time: spec.xTime ?? false }, y: { range: yRange } },
       axes: [
         { label: spec.xLabel ?? "line of metrics.jsonl", stroke: "#333", grid: { stroke: "#e4e4e4" }, ticks: { stroke: "#ccc" } },
         { stroke: "#333", grid: { stroke: "#e4e4e4" }, ticks: { stroke: "#ccc" }, size: 60 },

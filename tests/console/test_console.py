@@ -47,12 +47,14 @@ def pages(demo: Demo) -> dict[str, str]:
         "budgets": "/console/budgets",
         "datasets": "/console/datasets",
         "dataset": f"/console/datasets/{quote(demo.dataset_id, safe='')}",
+        "kpis": "/console/kpis",
+        "attributions": "/console/attribution",
         "not-found": "/console/no-such-page",
     }
 
 
 @pytest.mark.parametrize("name", ["agents", "agent", "runs", "runs-of-agent", "run", "compare", "trajectories", "evaluations",
-                                  "budgets", "datasets", "dataset", "not-found"])
+                                  "budgets", "datasets", "dataset", "kpis", "attributions", "not-found"])
 def test_page_loads_clean_accessible_and_narrow(page: Page, stack: Stack, demo: Demo, name: str,
                                                 request: pytest.FixtureRequest) -> None:
     # The lists show something: an escalated budget and a code evaluation (created once).
@@ -976,3 +978,132 @@ def test_another_tenants_dataset_is_the_404_page(context: BrowserContext, stack:
     load(page, stack, "/console/datasets")
     expect(page.locator(f"tr[data-dataset-id='{did}']")).to_have_count(0)
     watch.assert_clean(allow=((404, "/v1/datasets/"),))
+
+
+# ---------------------------------------------------------------------------------------------
+# KPIs
+
+
+def test_kpis_over_a_window_and_day_by_day(page: Page, stack: Stack) -> None:
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    start = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 2 * 86400))
+    watch = Watch.on(page)
+    load(page, stack, "/console/kpis")
+    # A window chosen in the form is the page's URL, and the API's numbers for it.
+    page.get_by_label("From (UTC day)").fill(start)
+    page.get_by_label("To (included)").fill(today)
+    page.get_by_role("button", name="Show").click()
+    page.wait_for_url(re.compile(rf"/console/kpis\?from={start}&to={today}$"))
+    page.wait_for_selector("main:not([aria-busy]) #kpi-summary")
+    page.wait_for_function("() => window.__agentrlCharts['kpi-rates'] && document.querySelectorAll('.chart-plot canvas').length === 2")
+    want = stack.ok("GET", f"/v1/kpis?from={start}&to={today}")["kpis"]
+    assert want["counts"]["trajectories"] > 0, want
+    for name in ("trajectory_success_rate", "tool_adoption_rate", "task_completion_rate", "escalation_rate",
+                 "thinking_efficiency", "reward_hacking_rate", "reward_hacking_incidents"):
+        got = page.locator(f"#kpi-summary [data-kpi={name}]").get_attribute("data-value")
+        assert (float(got) if got else None) == want[name], name
+    counts = page.get_by_role("region", name="Counts of the window").locator("tbody tr")
+    expect(counts).to_have_count(len(want["counts"]))
+    # Day by day: each day's point is that day's KPI.
+    charts = page.evaluate("window.__agentrlCharts")
+    assert len(charts["kpi-rates"]["x"]) == 3
+    for i, x in enumerate(charts["kpi-rates"]["x"]):
+        d = time.strftime("%Y-%m-%d", time.gmtime(x))
+        got = stack.ok("GET", f"/v1/kpis?from={d}&to={d}")["kpis"]
+        assert charts["kpi-rates"]["series"]["Trajectory success rate"][i] == got["trajectory_success_rate"]
+        assert charts["kpi-counts"]["series"]["trajectories"][i] == got["counts"]["trajectories"]
+    assert sum(charts["kpi-counts"]["series"]["trajectories"]) == want["counts"]["trajectories"]
+    shoot(page, "kpis")
+    narrow_and_accessible(page, "the KPIs")
+    watch.assert_clean()
+
+
+# ---------------------------------------------------------------------------------------------
+# Attribution
+
+
+@pytest.fixture(scope="session")
+def sampled_attribution(stack: Stack) -> dict[str, Any]:
+    """A three-agent game estimated by Monte Carlo (so with error bars), and contributions
+    that rank the agents: the API's view of the attribution."""
+    task = f"console-attr-{random.randrange(1 << 40):x}"
+    table = {(): 0, ("planner",): 1, ("coder",): 3, ("reviewer",): 0, ("coder", "planner"): 6, ("planner", "reviewer"): 2,
+             ("coder", "reviewer"): 4, ("coder", "planner", "reviewer"): 8}
+    body = {"task_id": task, "agents": ["planner", "coder", "reviewer"], "total_reward": 10, "method": "monte_carlo",
+            "max_permutations": 40, "target_error": 0, "seed": 7,
+            "coalitions": [{"members": list(k), "value": v} for k, v in table.items() if k]}
+    stack.ok("POST", "/v1/attributions", body)
+    for agent, after in (("coder", 0.9), ("planner", 0.6), ("reviewer", 0.5)):
+        stack.ok("POST", "/v1/contributions", {"agent_id": agent, "task_id": task, "quality_before": 0.4,
+                                               "quality_after": after, "effort_ratio": 1.0})
+    got = stack.ok("GET", f"/v1/attributions/{task}")
+    assert got["method"] == "monte_carlo" and any(got["std_errors"].values()), got
+    return got
+
+
+def test_an_attributions_values_and_error_bars_are_the_apis(page: Page, stack: Stack, sampled_attribution: dict[str, Any]) -> None:
+    a = sampled_attribution
+    task = a["task_id"]
+    watch = Watch.on(page)
+    load(page, stack, "/console/attribution")
+    # The ranking, as the API gives it.
+    ranking = stack.ok("GET", "/v1/agents/ranking")
+    rows = page.get_by_role("region", name="Agents ranked by contribution").locator("tbody tr")
+    expect(rows).to_have_count(len(ranking))
+    for i, r in enumerate(ranking):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        assert cells[:2] == [str(r["rank"]), r["agent_id"]] and cells[3] == str(r["count"])
+        assert float(cells[2]) == pytest.approx(r["score"], abs=5e-5)
+    stats = stack.ok("GET", "/v1/attributions/stats")
+    srows = page.get_by_role("region", name="Statistics per shaping strategy").locator("tbody tr")
+    expect(srows).to_have_count(len(stats["strategies"]))
+    # The task in the history (NDJSON), then its page.
+    row = page.locator(f"#attributions tbody tr[data-task-id='{task}']")
+    expect(row).to_have_count(1)
+    expect(row.locator("td").nth(1)).to_have_text("monte carlo")
+    row.get_by_role("link", name=task, exact=True).click()
+    page.wait_for_url(re.compile(rf"/console/attribution/{task}$"))
+    page.wait_for_selector("main:not([aria-busy]) #shapley")
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"Attribution of {task}")
+    rows = page.locator("#shapley tbody tr")
+    expect(rows).to_have_count(len(a["agents"]))
+    for i, agent in enumerate(a["agents"]):
+        r = rows.nth(i)
+        value, se = a["contributions"][agent], a["std_errors"][agent]
+        half = max(1.96 * se, (a.get("hoeffding_95") or {}).get(agent, 0))
+        assert r.get_attribute("data-agent") == agent
+        # The values and their error bars, to the bit, and as shown.
+        assert float(r.get_attribute("data-value") or "nan") == value
+        assert float(r.get_attribute("data-se") or "nan") == se
+        assert float(r.get_attribute("data-low") or "nan") == pytest.approx(value - half, abs=1e-12)
+        assert float(r.get_attribute("data-high") or "nan") == pytest.approx(value + half, abs=1e-12)
+        cells = r.locator("td")
+        assert float(cells.nth(0).inner_text()) == pytest.approx(value, abs=5e-5)
+        if se:
+            assert float(cells.nth(1).inner_text()) == pytest.approx(se, abs=5e-5)
+        # The whisker spans the interval on the drawn scale (its width is the interval's share).
+        bar = cells.nth(3).locator(".whiskers")
+        expect(bar).to_have_attribute("aria-label", re.compile(rf"^{agent}: "))
+        if half:
+            box, whisker = bar.bounding_box(), bar.locator(".whisker").bounding_box()
+            assert box and whisker and whisker["width"] > 0
+        assert float(cells.nth(5).inner_text()) == pytest.approx(a["rewards"][agent], abs=5e-3)
+    shoot(page, "attribution")
+    narrow_and_accessible(page, "the attribution")
+    watch.assert_clean()
+
+
+def test_another_tenants_attribution_is_the_404_page(context: BrowserContext, stack: Stack, sampled_attribution: dict[str, Any]) -> None:
+    task = sampled_attribution["task_id"]
+    assert stack.api("GET", f"/v1/attributions/{task}", key=OTHER_KEY)[0] == 404
+    sign_in(context, stack, OTHER_KEY)
+    page = context.new_page()
+    watch = Watch.on(page)
+    load(page, stack, "/console/nothing-here")
+    unknown = page.locator("main").inner_text()
+    load(page, stack, f"/console/attribution/{task}")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Page not found")
+    assert page.locator("main").inner_text() == unknown
+    load(page, stack, "/console/attribution")
+    expect(page.locator(f"tr[data-task-id='{task}']")).to_have_count(0)
+    watch.assert_clean(allow=((404, "/v1/attributions/"),))
