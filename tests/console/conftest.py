@@ -133,7 +133,8 @@ class Demo:
 
 @pytest.fixture(scope="session")
 def demo(stack: Stack) -> Demo:
-    agents = stack.ok("GET", "/v1/agents")["agents"]
+    # The demo's agent, not one a test registered (their ids start with `console-`).
+    agents = [a for a in stack.ok("GET", "/v1/agents")["agents"] if not a["agent_id"].startswith("console-")]
     assert agents, "the demo registered no agent"
     agent = agents[0]
     runs = stack.ok("GET", f"/v1/training-runs?agent_id={agent['agent_id']}")["runs"]

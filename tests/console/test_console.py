@@ -1107,3 +1107,49 @@ def test_another_tenants_attribution_is_the_404_page(context: BrowserContext, st
     load(page, stack, "/console/attribution")
     expect(page.locator(f"tr[data-task-id='{task}']")).to_have_count(0)
     watch.assert_clean(allow=((404, "/v1/attributions/"),))
+
+
+def test_rolling_back_changes_what_serves(page: Page, stack: Stack, demo: Demo) -> None:
+    """An agent of its own with two versions, both deployed in turn (the gate loosened for the
+    second, then restored): rolling back to the first from its page deploys it again, ungated."""
+    agent_id = f"console-rollback-{random.randrange(1 << 40):x}"
+    stack.ok("POST", "/v1/agents", {"agent_id": agent_id, "name": "Rollback", "type": "math", "base_model": "demo-tiny",
+                                    "model": {"provider": "self-hosted", "name": "demo-tiny"}})
+    runs = [stack.ok("POST", "/v1/training-runs", {"agent_id": agent_id, "dataset_id": demo.dataset_id,
+                                                   "config": {"seed": i, "sft": {"epochs": 3}, "grpo": {"steps": 2}}})["run_id"]
+            for i in (1, 2)]
+    deadline = time.monotonic() + 120
+    done: dict[str, dict[str, Any]] = {}
+    while len(done) < 2:
+        assert time.monotonic() < deadline, f"runs of {agent_id} not done"
+        for r in runs:
+            got = stack.ok("GET", f"/v1/training-runs/{r}")
+            assert got["status"] not in ("failed", "cancelled"), got
+            if got["status"] == "succeeded":
+                done[r] = got
+        time.sleep(0.3)
+    first, second = (done[r] for r in sorted(runs, key=lambda r: done[r]["model_version"]))
+    gate = stack.ok("GET", "/v1/config/promotion-gate")
+    stack.ok("PUT", "/v1/config/promotion-gate", {**gate, "min_reward_gain": -1.0})
+    try:
+        stack.ok("POST", f"/v1/training-runs/{first['run_id']}/promote", {"percent": 100})
+        stack.ok("POST", f"/v1/training-runs/{second['run_id']}/promote", {"percent": 100})
+    finally:
+        stack.ok("PUT", "/v1/config/promotion-gate", gate)
+    assert stack.ok("GET", f"/v1/agents/{agent_id}")["deployed_version"] == second["model_version"]
+
+    watch = Watch.on(page)
+    load(page, stack, f"/console/agents/{agent_id}")
+    page.get_by_label("Version deployed before").select_option(first["model_version"])
+    page.get_by_role("button", name="Roll back…").click()
+    dialog = page.get_by_role("dialog", name="Roll back?")
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Roll back", exact=True).click()
+    expect(page.locator("#agent-action-result [role=status]")).to_contain_text(f"Promoted: {first['model_version']} rolled back to")
+    agent = stack.ok("GET", f"/v1/agents/{agent_id}")
+    assert agent["deployed_version"] == first["model_version"] and agent["canary"] is None, agent
+    expect(page.locator(".serving .stat").first.locator(".stat-value")).to_have_text(first["model_version"])
+    newest = stack.ok("GET", f"/v1/agents/{agent_id}/gate-decisions")["decisions"][0]
+    assert newest["rollback"] is True and newest["run_id"] == first["run_id"], newest
+    expect(page.locator("#gate-decisions > li").first).to_contain_text("(rollback, not gated)")
+    watch.assert_clean()
