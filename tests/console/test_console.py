@@ -977,7 +977,12 @@ def test_another_tenants_dataset_is_the_404_page(context: BrowserContext, stack:
     assert page.locator("main").inner_text() == unknown
     load(page, stack, "/console/datasets")
     expect(page.locator(f"tr[data-dataset-id='{did}']")).to_have_count(0)
-    watch.assert_clean(allow=((404, "/v1/datasets/"),))
+    # Nor is the demo's agent theirs (its gate decisions and arms included).
+    assert stack.api("GET", f"/v1/agents/{quote(demo.agent_id, safe='')}/gate-decisions", key=OTHER_KEY)[0] == 404
+    load(page, stack, f"/console/agents/{quote(demo.agent_id, safe='')}")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Page not found")
+    assert page.locator("main").inner_text() == unknown
+    watch.assert_clean(allow=((404, "/v1/datasets/"), (404, "/v1/agents/")))
 
 
 # ---------------------------------------------------------------------------------------------
