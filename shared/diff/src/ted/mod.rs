@@ -45,7 +45,7 @@ impl Default for Limits {
         Limits {
             region_work: 1_000_000,
             total_work: 8_000_000,
-            band_work: 16_000_000,
+            band_work: 64_000_000,
             deadline: Instant::now() + Duration::from_secs(2),
         }
     }
