@@ -49,19 +49,32 @@ pub fn shown_end(to: u64) -> Option<u64> {
     (to != u64::MAX).then_some(to)
 }
 
+/// A count the query may set: `default` when absent, within `range` otherwise.
+///
+/// # Errors
+/// 400 naming `field` when out of range or malformed.
+pub fn bounded(
+    field: &str,
+    value: Option<&str>,
+    default: usize,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<usize, ApiError> {
+    match parse_u64(field, value)? {
+        None => Ok(default),
+        Some(n) if usize::try_from(n).is_ok_and(|n| range.contains(&n)) => Ok(n as usize),
+        Some(_) => Err(ApiError::invalid(
+            field,
+            format!("must be between {} and {}", range.start(), range.end()),
+        )),
+    }
+}
+
 /// A page size: `default` when absent, 1 to `max` otherwise.
 ///
 /// # Errors
 /// 400 naming `limit` when out of range or malformed.
 pub fn limit(value: Option<&str>, default: usize, max: usize) -> Result<usize, ApiError> {
-    match parse_u64("limit", value)? {
-        None => Ok(default),
-        Some(n) if (1..=max as u64).contains(&n) => Ok(n as usize),
-        Some(_) => Err(ApiError::invalid(
-            "limit",
-            format!("must be between 1 and {max}"),
-        )),
-    }
+    bounded("limit", value, default, 1..=max)
 }
 
 /// `s` percent-encoded for a path segment or query value (unreserved characters kept).

@@ -3,7 +3,7 @@
 
 use agentrl_http::{
     ApiError, Problem, Tenant, ValidJson,
-    query::{DEFAULT_LIMIT, MAX_LIMIT, encode_component, limit, parse_u64},
+    query::{DEFAULT_LIMIT, MAX_LIMIT, bounded, encode_component, limit},
 };
 use axum::{
     Json,
@@ -69,9 +69,9 @@ pub(crate) struct CurveParams {
 }
 
 /// Points a curve gets unless asked: enough for a chart as wide as a screen.
-const DEFAULT_POINTS: u64 = 2_000;
+const DEFAULT_POINTS: usize = 2_000;
 /// The most points a curve may ask for.
-const MAX_POINTS: u64 = 10_000;
+const MAX_POINTS: usize = 10_000;
 
 /// A run's curves: every line of its `metrics.jsonl` up to `max_points`, an even sample of
 /// them above (first and last step kept, evaluation lines kept up to a quarter).
@@ -91,14 +91,12 @@ pub(crate) async fn metrics(
     Path(id): Path<String>,
     Query(params): Query<CurveParams>,
 ) -> Result<Json<MetricSeriesView>, ApiError> {
-    let max = parse_u64("max_points", params.max_points.as_deref())?.unwrap_or(DEFAULT_POINTS);
-    if !(2..=MAX_POINTS).contains(&max) {
-        return Err(ApiError::invalid(
-            "max_points",
-            format!("must be between 2 and {MAX_POINTS}"),
-        ));
-    }
-    let max = usize::try_from(max).expect("at most 10,000");
+    let max = bounded(
+        "max_points",
+        params.max_points.as_deref(),
+        DEFAULT_POINTS,
+        2..=MAX_POINTS,
+    )?;
     let (total, points) = runs::metric_lines(&state, &tenant, &id, max).await?;
     Ok(Json(MetricSeriesView {
         run_id: id,
@@ -115,9 +113,9 @@ pub(crate) struct LogParams {
 }
 
 /// Lines a log tail gets unless asked.
-const DEFAULT_LOG_LINES: u64 = 200;
+const DEFAULT_LOG_LINES: usize = 200;
 /// The most lines a log tail may ask for.
-const MAX_LOG_LINES: u64 = 2_000;
+const MAX_LOG_LINES: usize = 2_000;
 
 /// The end of a run's job log: its last lines where this deployment runs jobs itself (the
 /// local launcher), or where the log is kept (AWS Batch: its CloudWatch Logs stream).
@@ -139,14 +137,12 @@ pub(crate) async fn logs(
     Path(id): Path<String>,
     Query(params): Query<LogParams>,
 ) -> Result<Json<LogTailView>, ApiError> {
-    let lines = parse_u64("lines", params.lines.as_deref())?.unwrap_or(DEFAULT_LOG_LINES);
-    if !(1..=MAX_LOG_LINES).contains(&lines) {
-        return Err(ApiError::invalid(
-            "lines",
-            format!("must be between 1 and {MAX_LOG_LINES}"),
-        ));
-    }
-    let lines = usize::try_from(lines).expect("at most 2,000");
+    let lines = bounded(
+        "lines",
+        params.lines.as_deref(),
+        DEFAULT_LOG_LINES,
+        1..=MAX_LOG_LINES,
+    )?;
     let tail = runs::log_tail(&state, &tenant, &id, lines).await?;
     Ok(Json(LogTailView::new(id, tail)))
 }
