@@ -185,3 +185,30 @@ export function bytes(n) {
   }
   return h("span", { title: `${n.toLocaleString("en-US")} bytes`, "data-bytes": n }, u === 0 ? `${n} B` : `${x.toFixed(1)} ${units[u]}`);
 }
+
+/**
+ * One page of a listing, as every paged list of the console shows it: the count line, the
+ * table (or the empty message), and the pager whose links carry the API's cursor.
+ * @param {{ id: string, label: string, caption: string, columns: string[], rows: Node | Node[], size: number,
+ *   noun: [string, string], empty: string, cursor: string | null, next: string | null,
+ *   pageUrl: (cursor: string | null) => string }} t
+ *   `noun`: singular and plural; `empty`: the message of a first page with nothing.
+ * @returns {Node[]}
+ */
+export function pagedTable(t) {
+  const [one, many] = t.noun;
+  return [
+    h("p", { class: "count", role: "status" },
+      t.size === 0 ? "" : `${t.size} ${t.size === 1 ? one : many}${t.cursor ? " on this page" : ""}${t.next ? ", more on the next page" : ""}.`),
+    t.size === 0
+      ? h("p", { class: "empty" }, t.cursor ? `No more ${many}.` : t.empty)
+      : h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": t.label },
+          h("table", { id: t.id },
+            h("caption", { class: "visually-hidden" }, t.caption),
+            h("thead", null, h("tr", null, t.columns.map((c) => h("th", { scope: "col" }, c)))),
+            h("tbody", null, t.rows))),
+    h("nav", { class: "pager", "aria-label": "Pages" },
+      t.cursor ? link(t.pageUrl(null), "First page") : null,
+      t.next ? link(t.pageUrl(t.next), "Next page", { rel: "next", id: "next-page" }) : null),
+  ];
+}

@@ -165,6 +165,18 @@ def test_run_curves_hold_the_runs_points(page: Page, stack: Stack, demo: Demo) -
     watch.assert_clean()
 
 
+def test_a_runs_page_shows_the_end_of_its_log(page: Page, stack: Stack, demo: Demo) -> None:
+    run_id = demo.run_of("v2")["run_id"]
+    status, tail = stack.api("GET", f"/v1/training-runs/{run_id}/logs?lines=200")
+    assert status == 200 and tail["location"] is None and tail["lines"], tail
+    watch = Watch.on(page)
+    load(page, stack, f"/console/runs/{run_id}")
+    shown = page.get_by_label("The end of the run's log")
+    expect(shown).to_be_visible()
+    assert shown.text_content() == "\n".join(tail["lines"])
+    watch.assert_clean()
+
+
 def test_compare_overlays_the_runs(page: Page, stack: Stack, demo: Demo) -> None:
     a, b = demo.run_of("v1")["run_id"], demo.run_of("v2")["run_id"]
     load(page, stack, "/console/runs")

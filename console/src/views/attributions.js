@@ -4,7 +4,7 @@
 // so every page is a link), each task linking to its Shapley values with their error bars.
 
 import { api, enc, ndjson } from "../api.js";
-import { h, link, num, table, when } from "../dom.js";
+import { h, link, num, pagedTable, table, when } from "../dom.js";
 
 /** Attributions per page. */
 const LIMIT = 50;
@@ -54,6 +54,15 @@ export async function render(ctx, page) {
     ctx.navigate(url(null));
   });
 
+  const historyRows = history.items.map((a) => h("tr", { "data-task-id": a.task_id },
+    h("td", { class: "id" }, link(`/console/attribution/${enc(a.task_id)}`, a.task_id)),
+    h("td", null, a.method.replace(/_/g, " ")),
+    h("td", { class: "wrap" }, a.agents.join(", ")),
+    h("td", { class: "num" }, num(a.total_reward, 2)),
+    h("td", null, a.strategy?.kind ?? "—"),
+    h("td", { class: "num" }, num(a.reward_stats?.gini)),
+    h("td", null, when(a.created_at_ms))));
+
   page.append(
     h("h1", { tabindex: -1 }, "Attribution"),
     h("p", { class: "help" }, "How the credit of multi-agent tasks was shared: each task's Shapley values (with their error bars when estimated) shaped into rewards, the agents ranked by their contributions, and statistics per shaping strategy. The window is of UTC days; without one, everything (the ranking: the last 30 days)."),
@@ -72,24 +81,12 @@ export async function render(ctx, page) {
     ),
     h("section", { "aria-labelledby": "history-h" },
       h("h2", { id: "history-h" }, "Tasks"),
-      history.items.length === 0
-        ? h("p", { class: "empty" }, cursor ? "No more attributions." : "No attribution in the window (POST /v1/attributions).")
-        : h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Attributions" },
-            h("table", { id: "attributions" },
-              h("caption", { class: "visually-hidden" }, "Attributions"),
-              h("thead", null, h("tr", null, ["Task", "Method", "Agents", "Pool", "Strategy", "Gini", "Created"].map((c) => h("th", { scope: "col" }, c)))),
-              h("tbody", null, history.items.map((a) => h("tr", { "data-task-id": a.task_id },
-                h("td", { class: "id" }, link(`/console/attribution/${enc(a.task_id)}`, a.task_id)),
-                h("td", null, a.method.replace(/_/g, " ")),
-                h("td", { class: "wrap" }, a.agents.join(", ")),
-                h("td", { class: "num" }, num(a.total_reward, 2)),
-                h("td", null, a.strategy?.kind ?? "—"),
-                h("td", { class: "num" }, num(a.reward_stats?.gini)),
-                h("td", null, when(a.created_at_ms))))),
-            )),
-      h("nav", { class: "pager", "aria-label": "Pages" },
-        cursor ? link(url(null), "First page") : null,
-        history.next ? link(url(history.next), "Next page", { rel: "next", id: "next-page" }) : null),
+      ...pagedTable({
+        id: "attributions", label: "Attributions", caption: "Attributions",
+        columns: ["Task", "Method", "Agents", "Pool", "Strategy", "Gini", "Created"],
+        rows: historyRows, size: history.items.length, noun: ["attribution", "attributions"],
+        empty: "No attribution in the window (POST /v1/attributions).", cursor, next: history.next, pageUrl: url,
+      }),
     ),
   );
   return "Attribution";

@@ -3,7 +3,7 @@
 // status, tier and escalations.
 
 import { api, enc } from "../api.js";
-import { h, link, statusBadge, when } from "../dom.js";
+import { h, link, pagedTable, statusBadge, when } from "../dom.js";
 
 /** Budgets per page. */
 const LIMIT = 50;
@@ -73,23 +73,11 @@ export async function render(ctx, page) {
   page.append(
     h("h1", { tabindex: -1 }, heading),
     h("p", { class: "help" }, "Thinking budgets, newest first: the tokens each task's agent consumed against its allocation, which escalations raised it, up to the tier's ceiling."),
-    h("p", { class: "count", role: "status" },
-      items.length === 0 ? "" : `${items.length} budget${items.length === 1 ? "" : "s"}${cursor ? " on this page" : ""}${next ? ", more on the next page" : ""}.`),
-    items.length === 0
-      ? h("p", { class: "empty" }, cursor ? "No more budgets." : "No budget yet.")
-      : h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Budgets" },
-          h("table", { id: "budgets" },
-            h("caption", { class: "visually-hidden" }, "Budgets, newest first"),
-            h("thead", null, h("tr", null,
-              ["Budget", "Task", "Status", "Tier", "Tokens consumed / allocated", "Ceiling", "Escalations", "Loops", "Outcome", "Created"]
-                .map((c) => h("th", { scope: "col" }, c)))),
-            h("tbody", null, rows),
-          ),
-        ),
-    h("nav", { class: "pager", "aria-label": "Pages" },
-      cursor ? link(pageUrl(null), "First page") : null,
-      next ? link(pageUrl(next), "Next page", { rel: "next", id: "next-page" }) : null,
-    ),
+    ...pagedTable({
+      id: "budgets", label: "Budgets", caption: "Budgets, newest first",
+      columns: ["Budget", "Task", "Status", "Tier", "Tokens consumed / allocated", "Ceiling", "Escalations", "Loops", "Outcome", "Created"],
+      rows, size: items.length, noun: ["budget", "budgets"], empty: "No budget yet.", cursor, next, pageUrl,
+    }),
   );
   return heading;
 }

@@ -3,7 +3,7 @@
 // content hash and files.
 
 import { api, enc } from "../api.js";
-import { bytes, h, link, when } from "../dom.js";
+import { bytes, h, link, pagedTable, when } from "../dom.js";
 import { count } from "./budgets.js";
 
 /** Datasets per page. */
@@ -48,22 +48,12 @@ export async function render(ctx, page) {
   page.append(
     h("h1", { tabindex: -1 }, heading),
     h("p", { class: "help" }, "Training datasets newest first, as their manifests describe them: the trajectories selected, split into train and validation, and the files written."),
-    h("p", { class: "count", role: "status" },
-      items.length === 0 ? "" : `${items.length} dataset${items.length === 1 ? "" : "s"}${cursor ? " on this page" : ""}${next ? ", more on the next page" : ""}.`),
-    items.length === 0
-      ? h("p", { class: "empty" }, cursor ? "No more datasets." : "No dataset yet: a dataset job builds one from the trajectories.")
-      : h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Datasets" },
-          h("table", { id: "datasets" },
-            h("caption", { class: "visually-hidden" }, "Datasets, newest first"),
-            h("thead", null, h("tr", null,
-              ["Dataset", "Size", "Train", "Validation", "Files", "Content hash", "Created"].map((c) => h("th", { scope: "col" }, c)))),
-            h("tbody", null, rows),
-          ),
-        ),
-    h("nav", { class: "pager", "aria-label": "Pages" },
-      cursor ? link(pageUrl(null), "First page") : null,
-      next ? link(pageUrl(next), "Next page", { rel: "next", id: "next-page" }) : null,
-    ),
+    ...pagedTable({
+      id: "datasets", label: "Datasets", caption: "Datasets, newest first",
+      columns: ["Dataset", "Size", "Train", "Validation", "Files", "Content hash", "Created"],
+      rows, size: items.length, noun: ["dataset", "datasets"],
+      empty: "No dataset yet: a dataset job builds one from the trajectories.", cursor, next, pageUrl,
+    }),
   );
   return heading;
 }

@@ -3,7 +3,7 @@
 // confidence, the safety flag, the task type.
 
 import { api, enc } from "../api.js";
-import { h, link, num, statusBadge, when } from "../dom.js";
+import { h, link, num, pagedTable, statusBadge, when } from "../dom.js";
 
 /** Evaluations per page. */
 const LIMIT = 50;
@@ -53,23 +53,11 @@ export async function render(ctx, page) {
   page.append(
     h("h1", { tabindex: -1 }, heading),
     h("p", { class: "help" }, "Evaluations of agents' work, newest first: rule checks, tests, the diff of a code change and three judges, combined into one reward."),
-    h("p", { class: "count", role: "status" },
-      items.length === 0 ? "" : `${items.length} evaluation${items.length === 1 ? "" : "s"}${cursor ? " on this page" : ""}${next ? ", more on the next page" : ""}.`),
-    items.length === 0
-      ? h("p", { class: "empty" }, cursor ? "No more evaluations." : "No evaluation yet.")
-      : h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Evaluations" },
-          h("table", { id: "evaluations" },
-            h("caption", { class: "visually-hidden" }, "Evaluations, newest first"),
-            h("thead", null, h("tr", null,
-              ["Evaluation", "Task type", "Status", "Parts done", "Reward", "Confidence", "Safety", "Execution", "Created"]
-                .map((c) => h("th", { scope: "col" }, c)))),
-            h("tbody", null, rows),
-          ),
-        ),
-    h("nav", { class: "pager", "aria-label": "Pages" },
-      cursor ? link(pageUrl(null), "First page") : null,
-      next ? link(pageUrl(next), "Next page", { rel: "next", id: "next-page" }) : null,
-    ),
+    ...pagedTable({
+      id: "evaluations", label: "Evaluations", caption: "Evaluations, newest first",
+      columns: ["Evaluation", "Task type", "Status", "Parts done", "Reward", "Confidence", "Safety", "Execution", "Created"],
+      rows, size: items.length, noun: ["evaluation", "evaluations"], empty: "No evaluation yet.", cursor, next, pageUrl,
+    }),
   );
   return heading;
 }

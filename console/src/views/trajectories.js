@@ -4,7 +4,7 @@
 // page of a search is a link.
 
 import { all, api, enc } from "../api.js";
-import { h, link, num, outcomeBadge, tokens, when } from "../dom.js";
+import { h, link, num, outcomeBadge, pagedTable, tokens, when } from "../dom.js";
 
 /** Trajectories per page. */
 const LIMIT = 50;
@@ -146,25 +146,12 @@ export async function render(ctx, page) {
     h("h1", { tabindex: -1 }, heading),
     h("p", { class: "help" }, "Newest first, by when agentrl accepted them. A trajectory appears once the ingest worker has scored and stored it."),
     form,
-    h("p", { class: "count", role: "status" },
-      found.items.length === 0
-        ? ""
-        : `${found.items.length} trajector${found.items.length === 1 ? "y" : "ies"}${cursor ? " on this page" : ""}${found.next ? ", more on the next page" : ""}.`),
-    found.items.length === 0
-      ? h("p", { class: "empty" }, filtered || cursor ? "No trajectory matches." : "No trajectory yet.")
-      : h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Trajectories" },
-          h("table", { id: "trajectories" },
-            h("caption", { class: "visually-hidden" }, `${heading}, newest first`),
-            h("thead", null, h("tr", null,
-              ["Trajectory", "Agent", "Conversation", "Version", "Outcome", "Reward", "Turns", "Calls", "Tokens in / out", "Safety", "Received"]
-                .map((c) => h("th", { scope: "col" }, c)))),
-            h("tbody", null, rows),
-          ),
-        ),
-    h("nav", { class: "pager", "aria-label": "Pages" },
-      cursor ? link(pageUrl(null), "First page") : null,
-      found.next ? link(pageUrl(found.next), "Next page", { rel: "next", id: "next-page" }) : null,
-    ),
+    ...pagedTable({
+      id: "trajectories", label: "Trajectories", caption: `${heading}, newest first`,
+      columns: ["Trajectory", "Agent", "Conversation", "Version", "Outcome", "Reward", "Turns", "Calls", "Tokens in / out", "Safety", "Received"],
+      rows, size: found.items.length, noun: ["trajectory", "trajectories"],
+      empty: filtered ? "No trajectory matches." : "No trajectory yet.", cursor, next: found.next, pageUrl,
+    }),
   );
   return heading;
 }
