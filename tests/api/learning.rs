@@ -308,3 +308,31 @@ async fn a_registered_agent_with_no_events_shows_its_empty_projection() {
     assert_eq!(status, 404);
     s.stop().await;
 }
+
+/// Lifting a freeze of a registered agent with no learning state yet is a no-op (it was never
+/// frozen); an agent neither registered nor learning is a 404.
+#[tokio::test]
+async fn unfreezing_an_agent_that_never_learned_changes_nothing() {
+    let s = crate::helpers::spawn_stack().await;
+    let agent = serde_json::json!({"agent_id": "fresh-1", "name": "Fresh", "type": "coding",
+        "model": {"provider": "p", "name": "n"}});
+    assert_eq!(s.a("POST", "/v1/agents", Some(&agent)).await.0, 201);
+    let (status, settings) = s
+        .a("POST", "/v1/agents/fresh-1/learning/unfreeze", None)
+        .await;
+    assert_eq!(status, 200, "{settings}");
+    let (status, ..) = s
+        .a("POST", "/v1/agents/nobody/learning/unfreeze", None)
+        .await;
+    assert_eq!(status, 404);
+    let (status, ..) = s
+        .send(
+            "POST",
+            "/v1/agents/fresh-1/learning/unfreeze",
+            Some(&s.key_b),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "another tenant's agent");
+    s.stop().await;
+}

@@ -104,16 +104,22 @@ pub(crate) async fn put_settings(
     Ok(doc.map(|d| d.settings).unwrap_or(settings))
 }
 
-/// Lifts a freeze after review: updates apply again from the next run.
+/// Lifts a freeze after review: updates apply again from the next run. A registered agent
+/// that has no learning state yet was never frozen: there is nothing to lift, and its settings
+/// are the defaults.
 pub(crate) async fn unfreeze(
     repo: &LearningRepo,
     tenant: &TenantId,
     agent: &str,
 ) -> Result<AgentSettings, AgentError> {
-    repo.modify_agent(tenant, agent, false, |doc| doc.projection.unfreeze())
+    match repo
+        .modify_agent(tenant, agent, false, |doc| doc.projection.unfreeze())
         .await?
-        .map(|d| d.settings)
-        .ok_or(AgentError::NotFound("agent"))
+    {
+        Some(doc) => Ok(doc.settings),
+        None if repo.registered(tenant, agent).await? => Ok(AgentSettings::default()),
+        None => Err(AgentError::NotFound("agent")),
+    }
 }
 
 /// What is known about a reply.
