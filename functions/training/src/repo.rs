@@ -464,10 +464,21 @@ impl TrainingRepo {
         limit: usize,
         cursor: Option<String>,
     ) -> Result<(Vec<GateRecord>, Option<String>), StoreError> {
+        self.newest_first(gate_decisions_pk(t, agent), limit, cursor)
+            .await
+    }
+
+    /// A page of the items of partition `pk`, newest (highest sort key) first.
+    async fn newest_first<T: serde::de::DeserializeOwned>(
+        &self,
+        pk: String,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> Result<(Vec<T>, Option<String>), StoreError> {
         let page = self
             .table
             .query(&Query {
-                pk: gate_decisions_pk(t, agent),
+                pk,
                 range: SortRange::All,
                 limit,
                 cursor,
@@ -559,17 +570,8 @@ impl TrainingRepo {
         limit: usize,
         cursor: Option<String>,
     ) -> Result<(Vec<VersionRecord>, Option<String>), StoreError> {
-        let page = self
-            .table
-            .query(&Query {
-                pk: versions_pk(t, agent),
-                range: SortRange::All,
-                limit,
-                cursor,
-                ascending: false,
-            })
-            .await?;
-        decode_page(page)
+        self.newest_first(versions_pk(t, agent), limit, cursor)
+            .await
     }
 
     /// Live outcomes of a version.
