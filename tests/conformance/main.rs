@@ -1,6 +1,7 @@
 //! One storage conformance suite, run against both adapter sets: embedded (real SQLite
 //! files, a real directory) and AWS (DynamoDB, SQS and S3 on moto over HTTP).
 
+mod consume;
 mod objects;
 mod queue;
 mod table;
@@ -38,6 +39,9 @@ conformance!(
     queue::redrives_to_the_dlq_after_max_receives,
     queue::dead_letters_keep_their_reason,
     queue::batches_send_and_receive_every_message,
+    consume::a_newer_envelope_is_poison_named_by_its_version,
+    consume::one_batch_settles_each_message_by_its_outcome,
+    consume::a_grouped_batch_retries_only_the_failed_group,
     objects::round_trips_small_and_large_objects,
     objects::lists_by_prefix_and_refuses_bad_paths,
 );

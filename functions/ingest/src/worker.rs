@@ -15,7 +15,6 @@
 //! and the index keeps naming the first.
 
 use std::{
-    collections::BTreeMap,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -27,10 +26,13 @@ use agentrl_core::{
     privacy::{Pseudonymizer, Scrubber, TENANT, anonymize},
     trajectory::{SourcedReward, turn_rewards},
 };
-use agentrl_http::sqs::Consumer;
+use agentrl_http::{
+    consume::{self, Outcome},
+    sqs::Consumer,
+};
 use agentrl_judges::{Judges, Provider};
 use agentrl_store::{
-    StoreError, claims,
+    claims,
     ports::{Message, Objects, Queue, Table},
     tenant_config::TenantConfig,
 };
@@ -55,20 +57,6 @@ const INDEX_CONCURRENCY: usize = 16;
 /// and still has to encode and write the batch. A judgment not started by then abstains, and
 /// its turn keeps the heuristic's value, marked.
 pub const JUDGING_BUDGET: Duration = Duration::from_secs(30);
-
-/// Why a message was not turned into rows.
-enum Failure {
-    /// Retrying cannot help: dead-letter it with this reason.
-    Poison(String),
-    /// A store failed: leave it on the queue for a retry.
-    Retry(anyhow::Error),
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Self {
-        Failure::Retry(e.into())
-    }
-}
 
 /// One message's rows, with the partition they go to.
 struct Prepared {
@@ -122,74 +110,64 @@ impl Ingest {
         &self,
         messages: impl IntoIterator<Item = &'a Message>,
     ) -> Vec<String> {
-        let mut retry = Vec::new();
-        let mut dead = Vec::new();
-        let mut partitions: BTreeMap<(String, String), Vec<Prepared>> = BTreeMap::new();
         let deadline = Instant::now() + JUDGING_BUDGET;
-        let messages: Vec<&Message> = messages.into_iter().collect();
-        let prepared =
-            futures::future::join_all(messages.iter().map(|m| self.prepare(m, deadline))).await;
-        for (message, result) in messages.into_iter().zip(prepared) {
-            match result {
-                Ok(p) => partitions
-                    .entry((p.tenant.clone(), p.date.clone()))
-                    .or_default()
-                    .push(p),
-                Err(Failure::Poison(reason)) => dead.push((message, reason)),
-                Err(Failure::Retry(e)) => {
-                    tracing::warn!(message_id = %message.id, error = %format!("{e:#}"), "will retry");
-                    retry.push(message.id.clone());
-                }
-            }
-        }
-        for ((tenant, date), prepared) in partitions {
-            let ids: Vec<String> = prepared.iter().map(|p| p.message_id.clone()).collect();
-            let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-            let path = object_path(&tenant, &date, &id_refs);
-            let summaries: Vec<(TenantId, String, Option<Summary>)> = prepared
-                .iter()
-                .map(|p| {
-                    let summary = Summary::of(&p.rows, p.source, &path);
-                    (p.tenant_id.clone(), p.message_id.clone(), summary)
-                })
-                .collect();
-            let rows: Vec<TurnRow> = prepared.into_iter().flat_map(|p| p.rows).collect();
-            match self.write(&path, rows).await {
-                Ok(count) => {
-                    tracing::info!(object = %path, rows = count, messages = ids.len(), "turns written");
-                    retry.extend(self.index(summaries).await);
-                }
-                Err(e) => {
-                    tracing::warn!(object = %path, error = %format!("{e:#}"), "write failed; the batch's messages will be retried");
-                    retry.extend(ids);
-                }
-            }
-        }
-        for (message, reason) in dead {
-            tracing::warn!(message_id = %message.id, %reason, "dead-lettered");
-            if let Err(e) = self.queue.dead_letter(message, &reason).await {
-                tracing::warn!(message_id = %message.id, error = %e, "dead-lettering failed; will retry");
-                retry.push(message.id.clone());
-            }
-        }
-        retry
+        consume::grouped(
+            self.queue.as_ref(),
+            messages,
+            1,
+            |message| async move {
+                let p = self.prepare(message, deadline).await?;
+                Ok::<_, Outcome>(((p.tenant.clone(), p.date.clone()), p))
+            },
+            |(tenant, date), prepared| self.write_partition(tenant, date, prepared),
+        )
+        .await
     }
 
-    async fn prepare(&self, message: &Message, deadline: Instant) -> Result<Prepared, Failure> {
+    /// Writes one partition's rows as one object, then indexes its trajectories: one outcome
+    /// per message, in order.
+    async fn write_partition(
+        &self,
+        tenant: String,
+        date: String,
+        prepared: Vec<Prepared>,
+    ) -> Vec<Outcome> {
+        let ids: Vec<&str> = prepared.iter().map(|p| p.message_id.as_str()).collect();
+        let path = object_path(&tenant, &date, &ids);
+        let count = ids.len();
+        let summaries: Vec<(TenantId, String, Option<Summary>)> = prepared
+            .iter()
+            .map(|p| {
+                let summary = Summary::of(&p.rows, p.source, &path);
+                (p.tenant_id.clone(), p.message_id.clone(), summary)
+            })
+            .collect();
+        let rows: Vec<TurnRow> = prepared.into_iter().flat_map(|p| p.rows).collect();
+        match self.write(&path, rows).await {
+            Ok(written) => {
+                tracing::info!(object = %path, rows = written, messages = count, "turns written");
+                self.index(summaries).await
+            }
+            Err(e) => {
+                let reason = format!("writing {path}: {e:#}");
+                vec![Outcome::Retry(reason); count]
+            }
+        }
+    }
+
+    async fn prepare(&self, message: &Message, deadline: Instant) -> Result<Prepared, Outcome> {
         let body = claims::open(self.objects.as_ref(), &message.body)
             .await
             .map_err(|e| match e {
-                claims::OpenError::Unusable { .. } => Failure::Poison(e.to_string()),
-                claims::OpenError::Store(e) => Failure::Retry(e.into()),
+                claims::OpenError::Unusable { .. } => Outcome::Poison(e.to_string()),
+                claims::OpenError::Store(e) => e.into(),
             })?;
-        agentrl_core::envelope::check_version(&body).map_err(Failure::Poison)?;
-        let envelope: Envelope = serde_json::from_str(&body)
-            .map_err(|e| Failure::Poison(format!("not a trajectory message: {e}")))?;
+        let envelope: Envelope = consume::decode(&body, "a trajectory message")?;
         let tenant = TenantId::parse(&envelope.tenant)
-            .map_err(|e| Failure::Poison(format!("tenant: {e}")))?;
+            .map_err(|e| Outcome::Poison(format!("tenant: {e}")))?;
         let mut t = envelope.trajectory;
         t.validate().map_err(|e| {
-            Failure::Poison(format!("invalid trajectory: {}: {}", e.field, e.reason))
+            Outcome::Poison(format!("invalid trajectory: {}: {}", e.field, e.reason))
         })?;
         let config = self.configs.get(&tenant).await?;
         // Rewards see the raw text (the safety rule looks for leaked secrets); nothing raw
@@ -240,24 +218,22 @@ impl Ingest {
         })
     }
 
-    /// Indexes the trajectories of a written object; returns the messages whose summary
-    /// could not be written, for a retry.
-    async fn index(&self, summaries: Vec<(TenantId, String, Option<Summary>)>) -> Vec<String> {
+    /// Indexes the trajectories of a written object: one outcome per trajectory, in order (a
+    /// summary that could not be written is retried).
+    async fn index(&self, summaries: Vec<(TenantId, String, Option<Summary>)>) -> Vec<Outcome> {
         let table = self.table.as_ref();
         futures::stream::iter(summaries)
             .map(|(tenant, message_id, summary)| async move {
                 // A trajectory has at least one turn, so it always has a summary.
-                let summary = summary?;
+                let Some(summary) = summary else {
+                    return Outcome::Done;
+                };
                 match repo::index(table, &tenant, &summary).await {
-                    Ok(_) => None,
-                    Err(e) => {
-                        tracing::warn!(message_id = %message_id, error = %e, "indexing failed; will retry");
-                        Some(message_id)
-                    }
+                    Ok(_) => Outcome::Done,
+                    Err(e) => Outcome::Retry(format!("indexing {message_id}: {e}")),
                 }
             })
-            .buffer_unordered(INDEX_CONCURRENCY)
-            .filter_map(std::future::ready)
+            .buffered(INDEX_CONCURRENCY)
             .collect()
             .await
     }

@@ -8,12 +8,12 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use agentrl_core::{FieldError, TenantId, TenantIdError, learning::Event};
+use agentrl_core::{TenantId, learning::Event};
+use agentrl_http::consume::{self, Outcome};
 use agentrl_store::{
     StoreError,
     ports::{Message, Queue, Table},
 };
-use futures::{StreamExt, stream};
 
 use crate::{EventEnvelope, Outlets, policy::Policy, repo::LearningRepo};
 
@@ -28,12 +28,6 @@ pub struct Learner {
     repo: LearningRepo,
     policy: Policy,
     queue: Arc<dyn Queue>,
-}
-
-/// One agent's share of a batch.
-struct Group {
-    events: BTreeMap<String, Event>,
-    messages: Vec<String>,
 }
 
 impl Learner {
@@ -54,46 +48,28 @@ impl Learner {
         &self,
         messages: impl IntoIterator<Item = &'a Message>,
     ) -> Vec<String> {
-        let mut groups: BTreeMap<(TenantId, String), Group> = BTreeMap::new();
-        let mut retry = Vec::new();
-        for message in messages {
-            match parse(message) {
-                Ok((tenant, event)) => {
-                    let group = groups
-                        .entry((tenant, event.agent_id.clone()))
-                        .or_insert_with(|| Group {
-                            events: BTreeMap::new(),
-                            messages: Vec::new(),
-                        });
-                    group.messages.push(message.id.clone());
+        consume::grouped(
+            self.queue.as_ref(),
+            messages,
+            CONCURRENT_AGENTS,
+            |message| std::future::ready(parse(message)),
+            |(tenant, agent), events| async move {
+                let count = events.len();
+                let mut unique = BTreeMap::new();
+                for event in events {
                     // The same event twice in one batch (a duplicate send) is one event.
-                    group.events.entry(event.event_id.clone()).or_insert(event);
+                    unique.entry(event.event_id.clone()).or_insert(event);
                 }
-                Err(poison) => {
-                    let reason = poison.to_string();
-                    tracing::warn!(message_id = %message.id, %reason, "dead-lettered");
-                    if let Err(e) = self.queue.dead_letter(message, &reason).await {
-                        tracing::warn!(message_id = %message.id, error = %e, "dead-lettering failed; will retry");
-                        retry.push(message.id.clone());
-                    }
-                }
-            }
-        }
-        let failed: Vec<Vec<String>> = stream::iter(groups)
-            .map(|((tenant, agent), group)| async move {
-                match self.apply(&tenant, &agent, group.events).await {
-                    Ok(()) => Vec::new(),
+                let outcome = match self.apply(&tenant, &agent, unique).await {
+                    Ok(()) => Outcome::Done,
                     Err(e) => {
-                        tracing::warn!(%tenant, agent_id = %agent, error = %format!("{e:#}"), "events will be retried");
-                        group.messages
+                        Outcome::Retry(format!("the events of agent {agent} ({tenant}): {e}"))
                     }
-                }
-            })
-            .buffer_unordered(CONCURRENT_AGENTS)
-            .collect()
-            .await;
-        retry.extend(failed.into_iter().flatten());
-        retry
+                };
+                vec![outcome; count]
+            },
+        )
+        .await
     }
 
     async fn apply(
@@ -119,24 +95,14 @@ impl Learner {
     }
 }
 
-/// Why a message is poison: retrying cannot help, it is dead-lettered with this reason.
-#[derive(Debug, thiserror::Error)]
-enum Poison {
-    #[error("not a learning-event message: {0}")]
-    Malformed(#[from] serde_json::Error),
-    #[error("{0}")]
-    Version(String),
-    #[error("tenant: {0}")]
-    Tenant(#[from] TenantIdError),
-    #[error("invalid event: {0}")]
-    Invalid(#[from] FieldError),
-}
-
-/// The tenant and the validated event of a message.
-fn parse(message: &Message) -> Result<(TenantId, Event), Poison> {
-    agentrl_core::envelope::check_version(&message.body).map_err(Poison::Version)?;
-    let envelope: EventEnvelope = serde_json::from_str(&message.body)?;
-    let tenant = TenantId::parse(&envelope.tenant)?;
-    envelope.event.validate()?;
-    Ok((tenant, envelope.event))
+/// The agent's group and the validated event of a message.
+fn parse(message: &Message) -> Result<((TenantId, String), Event), Outcome> {
+    let envelope: EventEnvelope = consume::decode(&message.body, "a learning-event message")?;
+    let tenant =
+        TenantId::parse(&envelope.tenant).map_err(|e| Outcome::Poison(format!("tenant: {e}")))?;
+    envelope
+        .event
+        .validate()
+        .map_err(|e| Outcome::Poison(format!("invalid event: {e}")))?;
+    Ok(((tenant, envelope.event.agent_id.clone()), envelope.event))
 }

@@ -3,7 +3,10 @@
 //! job started, succeeded or failed).
 
 use agentrl_core::TenantId;
-use agentrl_http::sqs::Consumer;
+use agentrl_http::{
+    consume::{self, Outcome},
+    sqs::Consumer,
+};
 use agentrl_store::ports::{Message, Queue};
 use serde::Deserialize;
 use serde_json::Value;
@@ -79,45 +82,29 @@ struct Envelope {
     kind: String,
 }
 
-impl Consumer for TrainingConsumer {
-    async fn process(&self, messages: &[Message]) -> Vec<String> {
-        let mut retry = Vec::new();
-        for message in messages {
-            // A newer producer's message is named as such before the parse reads it.
-            let envelope = agentrl_core::envelope::check_version(&message.body).and_then(|()| {
-                serde_json::from_str::<Envelope>(&message.body)
-                    .map_err(|e| format!("not an event: {e}"))
-            });
-            let poison = match envelope {
-                Err(reason) => Some(reason),
-                Ok(e) if e.kind == "training.dataset.ready" => {
-                    match serde_json::from_str::<DatasetReady>(&message.body) {
-                        Err(e) => Some(format!("training.dataset.ready: {e}")),
-                        Ok(ready) => match runs::on_dataset_ready(&self.state, &ready).await {
-                            Ok(started) => {
-                                tracing::info!(dataset = %ready.dataset_id, runs = started.len(), "dataset ready");
-                                None
-                            }
-                            Err(e) => {
-                                tracing::warn!(error = %format!("{e:#}"), "dataset ready: retried");
-                                retry.push(message.id.clone());
-                                continue;
-                            }
-                        },
-                    }
-                }
-                Ok(e) => Some(format!(
-                    "unexpected event type {:?} on the training queue",
-                    e.kind
-                )),
-            };
-            if let Some(reason) = poison
-                && let Err(e) = self.queue.dead_letter(message, &reason).await
-            {
-                tracing::error!(error = %e, "could not dead-letter an event; retried");
-                retry.push(message.id.clone());
-            }
+impl TrainingConsumer {
+    /// Starts the runs a `training.dataset.ready` message calls for.
+    async fn handle(&self, message: &Message) -> Result<(), Outcome> {
+        let envelope: Envelope = consume::decode(&message.body, "an event")?;
+        if envelope.kind != "training.dataset.ready" {
+            return Err(Outcome::Poison(format!(
+                "unexpected event type {:?} on the training queue",
+                envelope.kind
+            )));
         }
-        retry
+        let ready: DatasetReady = serde_json::from_str(&message.body)
+            .map_err(|e| Outcome::Poison(format!("training.dataset.ready: {e}")))?;
+        let started = runs::on_dataset_ready(&self.state, &ready)
+            .await
+            .map_err(|e| Outcome::Retry(format!("dataset ready: {e:#}")))?;
+        tracing::info!(dataset = %ready.dataset_id, runs = started.len(), "dataset ready");
+        Ok(())
+    }
+}
+
+impl Consumer for TrainingConsumer {
+    /// One message at a time, in order.
+    async fn process(&self, messages: &[Message]) -> Vec<String> {
+        consume::each(self.queue.as_ref(), messages, 1, |m| self.handle(m)).await
     }
 }

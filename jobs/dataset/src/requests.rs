@@ -6,18 +6,18 @@
 //! the date, tenant, rules, agents and source objects), whose files are rewritten identically,
 //! and the training function creates one run per (agent, dataset, config).
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::sync::Arc;
 
 use agentrl_core::{
     TenantId,
     dataset::{Request, Selection},
     privacy::{Pseudonymizer, TENANT},
 };
-use agentrl_http::sqs::Consumer;
-use agentrl_store::{
-    StoreError,
-    ports::{Message, Queue},
+use agentrl_http::{
+    consume::{self, Outcome},
+    sqs::Consumer,
 };
+use agentrl_store::ports::{Message, Queue};
 use serde::Deserialize;
 
 use crate::dispatch::Datasets;
@@ -66,19 +66,20 @@ impl DatasetRequests {
         }
     }
 
-    fn parse(body: &str) -> Result<(TenantId, Request), String> {
-        agentrl_core::envelope::check_version(body)?;
-        let kind: Kind = serde_json::from_str(body).map_err(|e| format!("not an event: {e}"))?;
+    fn parse(body: &str) -> Result<(TenantId, Request), Outcome> {
+        let kind: Kind = consume::decode(body, "an event")?;
         if kind.kind != REQUESTED {
-            return Err(format!(
+            return Err(Outcome::Poison(format!(
                 "unexpected event type {:?} on the dataset queue",
                 kind.kind
-            ));
+            )));
         }
-        let r: Requested = serde_json::from_str(body).map_err(|e| format!("{REQUESTED}: {e}"))?;
-        let tenant = TenantId::parse(&r.tenant).map_err(|e| format!("tenant: {e}"))?;
+        let r: Requested =
+            serde_json::from_str(body).map_err(|e| Outcome::Poison(format!("{REQUESTED}: {e}")))?;
+        let tenant =
+            TenantId::parse(&r.tenant).map_err(|e| Outcome::Poison(format!("tenant: {e}")))?;
         if r.agent_id.is_empty() {
-            return Err("agent_id: must not be empty".into());
+            return Err(Outcome::Poison("agent_id: must not be empty".into()));
         }
         Ok((
             tenant,
@@ -89,44 +90,34 @@ impl DatasetRequests {
             },
         ))
     }
-
-    async fn dead_letter(&self, message: &Message, reason: &str) -> Result<(), StoreError> {
-        tracing::warn!(id = %message.id, reason, "dataset request dead-lettered");
-        self.queue.dead_letter(message, reason).await
-    }
 }
 
 impl Consumer for DatasetRequests {
+    /// One build per tenant (its pseudonymous partition), for the agents its requests name.
     async fn process(&self, messages: &[Message]) -> Vec<String> {
-        let mut retry = Vec::new();
-        let mut by_tenant: BTreeMap<String, (Vec<Request>, Vec<&Message>)> = BTreeMap::new();
-        for message in messages {
-            match Self::parse(&message.body) {
-                Ok((tenant, request)) => {
-                    let partition = self.pseudonyms.pseudonym(TENANT, tenant.as_str());
-                    let entry = by_tenant.entry(partition).or_default();
-                    entry.0.push(request);
-                    entry.1.push(message);
-                }
-                Err(reason) => {
-                    if let Err(e) = self.dead_letter(message, &reason).await {
-                        tracing::error!(error = %e, "could not dead-letter a request; retried");
-                        retry.push(message.id.clone());
-                    }
-                }
-            }
-        }
         let now = agentrl_store::clock::now_ms_i64();
-        for (tenant, (requests, sources)) in by_tenant {
-            let selection = Selection::Requested(requests);
-            match self.datasets.tenant(&tenant, &selection, now).await {
-                Ok(outcome) => tracing::info!(%tenant, ?outcome, "requested dataset"),
-                Err(e) => {
-                    tracing::warn!(%tenant, error = %format!("{e:#}"), "requested dataset failed: retried");
-                    retry.extend(sources.iter().map(|m| m.id.clone()));
-                }
-            }
-        }
-        retry
+        consume::grouped(
+            self.queue.as_ref(),
+            messages,
+            1,
+            |message| {
+                std::future::ready(Self::parse(&message.body).map(|(tenant, request)| {
+                    (self.pseudonyms.pseudonym(TENANT, tenant.as_str()), request)
+                }))
+            },
+            |tenant, requests| async move {
+                let count = requests.len();
+                let selection = Selection::Requested(requests);
+                let outcome = match self.datasets.tenant(&tenant, &selection, now).await {
+                    Ok(outcome) => {
+                        tracing::info!(%tenant, ?outcome, "requested dataset");
+                        Outcome::Done
+                    }
+                    Err(e) => Outcome::Retry(format!("requested dataset of {tenant}: {e:#}")),
+                };
+                vec![outcome; count]
+            },
+        )
+        .await
     }
 }

@@ -10,6 +10,7 @@ pub mod api_keys;
 mod app;
 mod auth;
 pub mod config;
+pub mod consume;
 mod document;
 pub mod idempotency;
 mod json;

@@ -16,10 +16,13 @@ use agentrl_core::{
     verify::{self, AutomatedCheck, Context, Method, Outcome, Request, Status, VerifyConfig},
 };
 use agentrl_diff::{Lang, Scorer, Snapshot, Weights};
-use agentrl_http::sqs::Consumer;
+use agentrl_http::{
+    consume::{self, Outcome as Delivery},
+    sqs::Consumer,
+};
 use agentrl_judges::{Ask, Judges, Provider};
 use agentrl_store::{
-    MAX_RECEIVES, StoreError,
+    MAX_RECEIVES,
     clock::now_ms,
     ports::{Message, Objects, Queue, Table},
     tenant_config::TenantConfig,
@@ -38,20 +41,6 @@ const EVALUATION_DEADLINE: Duration = Duration::from_secs(120);
 /// How long a received evaluation stays invisible to other workers: the deployed queue's
 /// (`template.yaml`, six times the worker's 180 s timeout), so one worker has it at a time.
 pub const VISIBILITY_TIMEOUT: Duration = Duration::from_secs(1080);
-
-/// Why a message was not handled.
-enum Failure {
-    /// It can never succeed: dead-letter it with the reason.
-    Poison(String),
-    /// It may succeed later: leave it on the queue.
-    Transient(String),
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Self {
-        Self::Transient(e.to_string())
-    }
-}
 
 /// Runs queued evaluations. Cheap to clone.
 #[derive(Clone)]
@@ -86,68 +75,45 @@ impl Evaluator {
         }
     }
 
-    /// Handles one message: `Some(id)` to retry it.
-    async fn handle(&self, message: &Message) -> Option<String> {
-        let failure = match self.evaluate_message(message).await {
-            Ok(()) => return None,
-            Err(f) => f,
-        };
-        match failure {
-            Failure::Poison(reason) => {
-                tracing::warn!(message_id = %message.id, %reason, "evaluation dead-lettered");
-                match self.queue.dead_letter(message, &reason).await {
-                    Ok(()) => None,
-                    Err(e) => {
-                        tracing::error!(error = %e, "could not dead-letter an evaluation");
-                        Some(message.id.clone())
-                    }
-                }
-            }
-            Failure::Transient(reason) if message.receive_count >= MAX_RECEIVES => {
-                // The queue would park it next; the evaluation must not stay "running".
+    /// Handles one message. A transient failure on the last delivery gives up instead of
+    /// leaving the evaluation "running" for the queue to park.
+    async fn handle(&self, message: &Message) -> Delivery {
+        match self.evaluate_message(message).await.into() {
+            Delivery::Retry(reason) if message.receive_count >= MAX_RECEIVES => {
                 let reason = format!("gave up after {} attempts: {reason}", message.receive_count);
-                self.give_up(message, &reason).await
+                self.give_up(message, reason).await
             }
-            Failure::Transient(reason) => {
-                tracing::warn!(message_id = %message.id, %reason, "evaluation will be retried");
-                Some(message.id.clone())
-            }
+            outcome => outcome,
         }
     }
 
-    /// Marks the message's evaluation failed and dead-letters the message; `Some(id)` when
-    /// either write fails (the queue's own redrive then parks it).
-    async fn give_up(&self, message: &Message, reason: &str) -> Option<String> {
+    /// Marks the message's evaluation failed, then dead-letters the message with `reason`;
+    /// retried when the mark cannot be written (the queue's own redrive then parks it).
+    async fn give_up(&self, message: &Message, reason: String) -> Delivery {
         tracing::error!(message_id = %message.id, %reason, "evaluation failed for good");
         let job = serde_json::from_str::<Job>(&message.body).ok();
         let tenant = job.as_ref().and_then(|j| TenantId::parse(&j.tenant).ok());
         if let (Some(job), Some(tenant)) = (job, tenant) {
             let marked = match self.store.get(&tenant, &job.evaluation_id).await {
-                Ok(Some((evaluation, _))) => self
-                    .fail(&tenant, evaluation, reason.to_owned())
-                    .await
-                    .is_ok(),
+                Ok(Some((evaluation, _))) => {
+                    self.fail(&tenant, evaluation, reason.clone()).await.is_ok()
+                }
                 Ok(None) => true,
                 Err(_) => false,
             };
             if !marked {
-                return Some(message.id.clone());
+                return Delivery::Retry(format!("the evaluation was not marked failed: {reason}"));
             }
         }
-        match self.queue.dead_letter(message, reason).await {
-            Ok(()) => None,
-            Err(_) => Some(message.id.clone()),
-        }
+        Delivery::Poison(reason)
     }
 
-    async fn evaluate_message(&self, message: &Message) -> Result<(), Failure> {
-        agentrl_core::envelope::check_version(&message.body).map_err(Failure::Poison)?;
-        let job: Job = serde_json::from_str(&message.body)
-            .map_err(|e| Failure::Poison(format!("not an evaluation job: {e}")))?;
+    async fn evaluate_message(&self, message: &Message) -> Result<(), Delivery> {
+        let job: Job = consume::decode(&message.body, "an evaluation job")?;
         let tenant =
-            TenantId::parse(&job.tenant).map_err(|e| Failure::Poison(format!("tenant: {e}")))?;
+            TenantId::parse(&job.tenant).map_err(|e| Delivery::Poison(format!("tenant: {e}")))?;
         let Some((evaluation, _)) = self.store.get(&tenant, &job.evaluation_id).await? else {
-            return Err(Failure::Poison(format!(
+            return Err(Delivery::Poison(format!(
                 "no evaluation {} for tenant {tenant}",
                 job.evaluation_id
             )));
@@ -166,7 +132,7 @@ impl Evaluator {
         tenant: &TenantId,
         mut evaluation: Evaluation,
         error: String,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Delivery> {
         evaluation.status = EvaluationStatus::Failed;
         evaluation.error = Some(error);
         evaluation.updated_at_ms = now_ms();
@@ -174,14 +140,18 @@ impl Evaluator {
         Ok(())
     }
 
-    async fn advance(&self, tenant: &TenantId, evaluation: &mut Evaluation) -> Result<(), Failure> {
+    async fn advance(
+        &self,
+        tenant: &TenantId,
+        evaluation: &mut Evaluation,
+    ) -> Result<(), Delivery> {
         evaluation.progress.done = (evaluation.progress.done + 1).min(evaluation.progress.total);
         evaluation.updated_at_ms = now_ms();
         self.store.update(tenant, evaluation).await?;
         Ok(())
     }
 
-    async fn evaluate(&self, t: &TenantId, mut evaluation: Evaluation) -> Result<(), Failure> {
+    async fn evaluate(&self, t: &TenantId, mut evaluation: Evaluation) -> Result<(), Delivery> {
         let id = evaluation.evaluation_id.clone();
         let request = match self.store.request(t, &id).await? {
             Some(Ok(request)) => request,
@@ -341,7 +311,7 @@ impl Evaluator {
                 recorded.outcome
             }
             Err(VerifyError::Contended) => {
-                return Err(Failure::Transient("the execution is contended".to_owned()));
+                return Err(Delivery::Retry("the execution is contended".to_owned()));
             }
             Err(VerifyError::Store(e)) => return Err(e.into()),
             Err(e) => {
@@ -395,11 +365,10 @@ impl Evaluator {
 impl Consumer for Evaluator {
     /// Every message of the batch at once: an evaluation mostly waits on its judges.
     async fn process(&self, messages: &[Message]) -> Vec<String> {
-        futures::future::join_all(messages.iter().map(|m| self.handle(m)))
-            .await
-            .into_iter()
-            .flatten()
-            .collect()
+        consume::each(self.queue.as_ref(), messages, messages.len(), |m| {
+            self.handle(m)
+        })
+        .await
     }
 }
 
