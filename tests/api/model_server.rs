@@ -169,6 +169,7 @@ async fn the_builtin_server_answers_the_sdk_with_the_models_own_token_ids_and_lo
                 alpha: 8.0,
                 dropout: 0.0,
                 target_modules: vec!["q_proj".into(), "v_proj".into()],
+                freeze_a: false,
             }),
             2,
         )

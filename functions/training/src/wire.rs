@@ -19,8 +19,6 @@ use crate::{
 const MAX_NAME: usize = 256;
 /// Longest system prompt, in characters.
 const MAX_PROMPT: usize = 64 * 1024;
-/// Longest base model name.
-const MAX_BASE_MODEL: usize = 200;
 /// Most outcomes one report carries.
 pub(crate) const MAX_OUTCOMES: usize = 1_000;
 
@@ -51,28 +49,7 @@ fn check_model(model: &ModelRef) -> Result<(), FieldError> {
     check_text("model.name", &model.name, MAX_NAME)
 }
 
-/// A shared base model's name: path segments of letters, digits and `._-` (no `..`), so it
-/// always names something under `models/`.
-pub(crate) fn check_base_model(field: &str, name: &str) -> Result<(), FieldError> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_BASE_MODEL
-        && name.split('/').all(|seg| {
-            !seg.is_empty()
-                && seg != "."
-                && seg != ".."
-                && seg
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(FieldError::new(
-            field,
-            "must be a model name under models/: segments of A-Z a-z 0-9 . _ - joined by /",
-        ))
-    }
-}
+pub(crate) use agentrl_core::training::check_base_model;
 
 /// A dataset id as the dataset job writes them (`2026-11-24-37d7a5748e2a`): it becomes a path
 /// segment under the tenant's partition, so nothing that could leave it (`/`, `..`) passes.
@@ -831,6 +808,7 @@ pub(crate) struct VersionPage {
 
 #[cfg(test)]
 mod tests {
+    use agentrl_core::training::MAX_BASE_MODEL;
     use agentrl_core::trajectory::Limits;
     use utoipa::OpenApi;
 

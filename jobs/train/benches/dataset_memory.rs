@@ -81,6 +81,7 @@ fn child(model: &Path, data: &Path, out: &Path) -> anyhow::Result<()> {
         stop_after: None,
         mirror: None,
         weights: None,
+        init_adapter: None,
     };
     run_dataset(&options, data)?;
     Ok(())

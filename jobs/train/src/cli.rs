@@ -96,6 +96,49 @@ pub enum TrainCommand {
         #[arg(long, default_value_t = 0.95)]
         target: f64,
     },
+    /// One federated round's aggregation (DP-FedAvg, fixed clipping): the next global adapter
+    /// is global + the weighted mean of the locals' updates clipped to L2 norm C + Gaussian
+    /// noise of σ = z·C·max w / Σ w per element (`docs/federated.md`).
+    Federate(FederateArgs),
+    /// Write fresh adapters for a model and the config's `lora` (A seeded by the config's
+    /// `seed`, B zero): a federation's first global adapter.
+    InitAdapter {
+        /// Model directory (Hugging Face layout).
+        #[arg(long)]
+        model: PathBuf,
+        /// Training config (JSON) with a `lora` section.
+        #[arg(long)]
+        config: PathBuf,
+        /// Output directory (PEFT layout).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// `train federate`.
+#[derive(Debug, Args)]
+pub struct FederateArgs {
+    /// The round's global adapter (PEFT layout).
+    #[arg(long)]
+    pub global: PathBuf,
+    /// Each participant's locally trained adapter (started from the global one).
+    #[arg(long, num_args = 1.., required = true)]
+    pub locals: Vec<PathBuf>,
+    /// Where the next global adapter is written.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// C: the L2 norm every update is clipped to.
+    #[arg(long)]
+    pub clip: f64,
+    /// z: the noise's standard deviation in units of the mean's sensitivity (0: no noise).
+    #[arg(long)]
+    pub noise_multiplier: f64,
+    /// The noise's seed.
+    #[arg(long)]
+    pub seed: u64,
+    /// Each participant's weight, in the order of --locals (default: uniform).
+    #[arg(long, value_delimiter = ',')]
+    pub weights: Option<Vec<f64>>,
 }
 
 /// `--dtype` of `train logprobs`.
@@ -186,6 +229,11 @@ pub struct RunArgs {
     /// interruption; rerun the same command to resume).
     #[arg(long, hide = true)]
     pub stop_after: Option<u64>,
+    /// Start from this adapter (PEFT layout: a directory or `s3://bucket/prefix`) instead of
+    /// fresh ones; its rank, α and target modules must be the config's `lora` (a federated
+    /// round's global adapter, trained with `lora.freeze_a`).
+    #[arg(long)]
+    pub init_adapter: Option<String>,
 }
 
 /// The exit status of a run stopped by SIGTERM: `EX_TEMPFAIL`, which the Batch job
@@ -217,6 +265,10 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
             };
             let model = stage_model(&Location::parse(&a.model)?)?;
             let out = stage(&Location::parse(&a.out)?, false)?;
+            let init = match &a.init_adapter {
+                Some(at) => Some(stage(&Location::parse(at)?, true)?),
+                None => None,
+            };
             let o = RunOptions {
                 model: model.dir.clone(),
                 out: out.dir.clone(),
@@ -225,6 +277,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 stop_after: a.stop_after,
                 mirror: out.remote.clone(),
                 weights: model.remote.clone(),
+                init_adapter: init.as_ref().map(|staged| staged.dir.clone()),
             };
             let outcome = match (&a.dataset, &a.prompts) {
                 (Some(d), _) => run_dataset(&o, &stage(&Location::parse(d)?, true)?.dir)?,
@@ -269,6 +322,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                     alpha: 2.0 * rank as f64,
                     dropout: 0.0,
                     target_modules: crate::model::lora::LORA_MODULES.map(String::from).to_vec(),
+                    freeze_a: false,
                 });
             }
             println!("{}", bench(&model, batch, seq, &config, iterations)?);
@@ -327,6 +381,28 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
             options.dynamic_sampling = dynamic_sampling;
             let run = crate::demo::run(&options)?;
             println!("{}", serde_json::to_string_pretty(&run)?);
+        }
+        TrainCommand::Federate(a) => {
+            let report = crate::federate::aggregate(&crate::federate::Aggregation {
+                global: a.global,
+                locals: a.locals,
+                out: a.out,
+                clip: a.clip,
+                noise_multiplier: a.noise_multiplier,
+                seed: a.seed,
+                weights: a.weights,
+            })?;
+            println!("{}", serde_json::to_string(&report)?);
+        }
+        TrainCommand::InitAdapter { model, config, out } => {
+            let config = crate::config::load(&config)?;
+            let lora = config.lora.as_ref().ok_or_else(|| {
+                crate::TrainError::config("lora", "an adapter needs the config's lora section")
+            })?;
+            let mut m = crate::run::load_weights(&model, &config)?;
+            m.make_trainable(Some(lora), config.seed)?;
+            m.save_adapter(&out, &model.display().to_string())?;
+            println!("{}", out.display());
         }
     }
     Ok(())

@@ -417,6 +417,7 @@ pub fn run(o: &DemoOptions) -> Result<RunReport> {
     let identity = Identity {
         base_model_sha256: hash_model_dir(&base)?,
         data_sha256: format!("demo:{:?}:{}", o.task, o.seed),
+        init_adapter: None,
     };
     let mut trainer = Trainer::new(model, tok, config, &o.out, identity)?;
     let (before_sft, _) = trainer.evaluate(&demo)?;

@@ -9,6 +9,7 @@ pub mod data;
 pub mod demo;
 pub mod error;
 pub mod evaluate;
+pub mod federate;
 pub mod generate;
 pub mod loss;
 pub mod model;

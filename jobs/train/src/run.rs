@@ -180,6 +180,9 @@ pub struct RunOptions {
     /// Where the model's weight files come from once the run's plan says it fits (an
     /// `s3://` model staged without them, [`crate::remote::stage_model`]).
     pub weights: Option<crate::remote::Prefix>,
+    /// An adapter (PEFT layout) the run starts from instead of fresh ones: a federated
+    /// round's global adapter.
+    pub init_adapter: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -189,6 +192,26 @@ impl RunOptions {
             remote.download_where(&self.model, crate::remote::is_weights)?;
         }
         load_weights(&self.model, config)
+    }
+
+    /// What identifies the run besides the base model: the data and the initial adapter.
+    fn identity(&self, base_model_sha256: String, data_sha256: String) -> Result<Identity> {
+        let init_adapter = match &self.init_adapter {
+            Some(dir) => {
+                let files = [
+                    dir.join("adapter_config.json"),
+                    dir.join("adapter_model.safetensors"),
+                ];
+                let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+                Some((dir.clone(), hash_files(&files)?))
+            }
+            None => None,
+        };
+        Ok(Identity {
+            base_model_sha256,
+            data_sha256,
+            init_adapter,
+        })
     }
 }
 
@@ -232,10 +255,7 @@ pub fn run_dataset(o: &RunOptions, dataset: &Path) -> Result<Option<RunReport>> 
         &base_model_sha256,
         budget,
     )?;
-    let identity = Identity {
-        base_model_sha256,
-        data_sha256: hashes.content,
-    };
+    let identity = o.identity(base_model_sha256, hashes.content)?;
     let mut trainer = Trainer::new(model, tok, config, &o.out, identity)?;
     trainer.stop_after = o.stop_after;
     trainer.mirror = o.mirror.clone();
@@ -318,10 +338,7 @@ pub fn run_prompts(
     let model = o.weights(&config)?;
     let mut files = vec![prompts];
     files.extend(sft);
-    let identity = Identity {
-        base_model_sha256: hash_model_dir(&o.model)?,
-        data_sha256: hash_files(&files)?,
-    };
+    let identity = o.identity(hash_model_dir(&o.model)?, hash_files(&files)?)?;
     let task = AnswerTask::new(
         lines,
         o.config.eval.holdout_fraction,

@@ -243,6 +243,7 @@ fn lora_trains_adapters_only_and_merges_to_w_plus_scaled_ba() {
         alpha: 8.0,
         dropout: 0.1,
         target_modules: vec!["q_proj".into(), "v_proj".into(), "down_proj".into()],
+        freeze_a: false,
     };
     model.make_trainable(Some(&lora), 3).unwrap();
     assert_eq!(model.vars().len(), 2 * 3 * 2);
@@ -522,6 +523,7 @@ fn bf16_trains_fp32_masters_and_holds_a_lora_base_in_bf16() {
             target_modules: agentrl_train::model::lora::LORA_MODULES
                 .map(String::from)
                 .to_vec(),
+            freeze_a: false,
         }),
         ..bf16
     };
@@ -580,6 +582,7 @@ fn checkpointed_layers_give_the_gradients_of_stored_ones() {
         target_modules: agentrl_train::model::lora::LORA_MODULES
             .map(String::from)
             .to_vec(),
+        freeze_a: false,
     };
     model.make_trainable(Some(&lora), 1).unwrap();
     // Non-zero B, so that every adapter's A has a gradient too.

@@ -146,6 +146,7 @@ fn sft_teaches_stopping_and_grpo_on_prompts_raises_sampled_success() {
         stop_after: None,
         mirror: None,
         weights: None,
+        init_adapter: None,
     };
     // The warm-up alone: it stops after its answer.
     run_prompts(&o, &prompts, Some(&sft)).unwrap().unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agentrl_core::training::RunReport;
 use agentrl_train::config::{KeepAfterFinish, TrainConfig};
@@ -15,32 +15,6 @@ use agentrl_turns::{TurnRow, TurnWriter, WriterOptions};
 use candle_core::{DType, Device};
 use serde_json::{Value, json};
 
-fn prompts(dir: &Path) -> (PathBuf, PathBuf) {
-    let mut p = String::new();
-    let mut s = String::new();
-    for a in 1..=12 {
-        let line = json!({"prompt": format!("Q:{a}+1\n"), "answer": format!("{}", a + 1), "match": "numeric"});
-        p.push_str(&format!("{line}\n"));
-        s.push_str(&format!(
-            "{}\n",
-            json!({"prompt": format!("Q:{a}+1\n"), "completion": format!("{}", a + 1)})
-        ));
-    }
-    std::fs::write(dir.join("prompts.jsonl"), p).unwrap();
-    std::fs::write(dir.join("sft.jsonl"), s).unwrap();
-    (dir.join("prompts.jsonl"), dir.join("sft.jsonl"))
-}
-
-fn small_config() -> TrainConfig {
-    TrainConfig::parse(
-        r#"{"seed": 3, "checkpoint_every": 1, "eval_every": 2,
-            "sft": {"epochs": 1, "learning_rate": 1e-3, "batch_size": 4},
-            "grpo": {"learning_rate": 1e-3, "group_size": 4, "batch_prompts": 2, "max_new_tokens": 4,
-                     "temperature": 1.0, "max_draws": 2}}"#,
-    )
-    .unwrap()
-}
-
 fn options(model: &Path, out: &Path, config: TrainConfig, steps: u64) -> RunOptions {
     RunOptions {
         model: model.to_owned(),
@@ -50,6 +24,7 @@ fn options(model: &Path, out: &Path, config: TrainConfig, steps: u64) -> RunOpti
         stop_after: None,
         mirror: None,
         weights: None,
+        init_adapter: None,
     }
 }
 
@@ -71,9 +46,9 @@ fn an_online_run_writes_a_loadable_checkpoint_metrics_report_and_plots() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("model");
     common::write_model(&model, "qwen2", true, 2);
-    let (p, s) = prompts(dir.path());
+    let (p, s) = common::prompts(dir.path());
     let out = dir.path().join("out");
-    let mut config = small_config();
+    let mut config = common::small_config();
     config.keep_checkpoints = 3;
     config.keep_after_finish = KeepAfterFinish::All;
     let run = report(run_prompts(&options(&model, &out, config, 3), &p, Some(&s)));
@@ -181,14 +156,18 @@ fn a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("model");
     common::write_model(&model, "qwen2", false, 4);
-    let (p, s) = prompts(dir.path());
+    let (p, s) = common::prompts(dir.path());
     let straight = dir.path().join("straight");
-    run_prompts(&options(&model, &straight, small_config(), 4), &p, Some(&s))
-        .unwrap()
-        .unwrap();
+    run_prompts(
+        &options(&model, &straight, common::small_config(), 4),
+        &p,
+        Some(&s),
+    )
+    .unwrap()
+    .unwrap();
 
     let resumed = dir.path().join("resumed");
-    let mut o = options(&model, &resumed, small_config(), 4);
+    let mut o = options(&model, &resumed, common::small_config(), 4);
     o.stop_after = Some(5);
     assert!(
         run_prompts(&o, &p, Some(&s)).unwrap().is_none(),
@@ -228,14 +207,15 @@ fn lora_runs_write_peft_adapters_and_merged_weights() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("model");
     common::write_model(&model, "llama", false, 6);
-    let (p, _) = prompts(dir.path());
+    let (p, _) = common::prompts(dir.path());
     let out = dir.path().join("out");
-    let mut config = small_config();
+    let mut config = common::small_config();
     config.lora = Some(agentrl_train::model::LoraConfig {
         rank: 2,
         alpha: 4.0,
         dropout: 0.0,
         target_modules: vec!["q_proj".into(), "v_proj".into()],
+        freeze_a: false,
     });
     config.merge_lora = true;
     let run = report(run_prompts(&options(&model, &out, config, 2), &p, None));
@@ -323,7 +303,7 @@ fn rows_longer_than_max_seq_len_keep_their_start_and_are_counted() {
     ];
     let data = dir.path().join("dataset");
     write_dataset(&data, &rows);
-    let mut config = small_config();
+    let mut config = common::small_config();
     config.grpo.policy_version = Some(3);
     let limits = Limits {
         vocab: 32,
@@ -387,7 +367,7 @@ fn the_dataset_reader_streams_interleaved_trajectories_and_counts_late_rows() {
     ];
     let data = dir.path().join("dataset");
     write_dataset(&data, &rows);
-    let mut config = small_config();
+    let mut config = common::small_config();
     config.grpo.policy_version = Some(3);
     let limits = Limits {
         vocab: 32,
@@ -443,7 +423,7 @@ fn a_dataset_run_trains_through_the_gate_and_counts_what_it_dropped() {
     bad("stale", &|r| r.policy_version = Some("v1".into()));
     let data = dir.path().join("dataset");
     write_dataset(&data, &rows);
-    let mut config = small_config();
+    let mut config = common::small_config();
     config.grpo.policy_version = Some(3);
     config.grpo.max_staleness = Some(1);
     let out = dir.path().join("out");
@@ -480,7 +460,7 @@ fn a_dataset_run_trains_through_the_gate_and_counts_what_it_dropped() {
     let data2 = dir.path().join("dataset2");
     write_dataset(&data2, &only_bad);
     let out2 = dir.path().join("out2");
-    let e = run_dataset(&options(&model, &out2, small_config(), 2), &data2)
+    let e = run_dataset(&options(&model, &out2, common::small_config(), 2), &data2)
         .unwrap_err()
         .to_string();
     assert!(
@@ -495,7 +475,7 @@ fn a_dataset_run_trains_through_the_gate_and_counts_what_it_dropped() {
         json!({"schema_version": agentrl_turns::SCHEMA_VERSION + 1}).to_string(),
     )
     .unwrap();
-    let e = run_dataset(&options(&model, &out2, small_config(), 2), &data2)
+    let e = run_dataset(&options(&model, &out2, common::small_config(), 2), &data2)
         .unwrap_err()
         .to_string();
     assert!(

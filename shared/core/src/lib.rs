@@ -10,6 +10,7 @@ pub mod budget;
 pub mod calendar;
 pub mod dataset;
 pub mod envelope;
+pub mod federation;
 mod field_error;
 pub mod gateway;
 pub mod judge;

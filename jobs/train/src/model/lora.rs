@@ -64,14 +64,21 @@ impl Adapters {
                 .map(|_| rng.random_range(-bound..bound) as f32)
                 .collect();
             // fp32 masters whatever the base's dtype: the forward casts them.
-            let a = Var::from_tensor(&Tensor::from_vec(a, (config.rank, inp), device)?)?;
+            let a = Tensor::from_vec(a, (config.rank, inp), device)?;
+            // A frozen A is a plain tensor: no gradient is computed for it.
+            let a = if config.freeze_a {
+                a
+            } else {
+                let var = Var::from_tensor(&a)?;
+                vars.push((format!("{module}.lora_A.weight"), var.clone()));
+                var.as_tensor().clone()
+            };
             let b = Var::zeros((out, config.rank), DType::F32, device)?;
-            vars.push((format!("{module}.lora_A.weight"), a.clone()));
             vars.push((format!("{module}.lora_B.weight"), b.clone()));
             by_module.insert(
                 module.to_owned(),
                 Adapter {
-                    a: a.as_tensor().clone(),
+                    a,
                     b: b.as_tensor().clone(),
                     scale: config.scale(),
                 },
@@ -149,17 +156,34 @@ impl Adapters {
             .collect()
     }
 
-    /// Loads adapter weights written by [`Self::peft_tensors`] (a resumed LoRA run).
+    /// Loads adapter weights written by [`Self::peft_tensors`] (a resumed LoRA run, or the
+    /// adapter a run starts from), frozen A factors included.
     pub(crate) fn load_peft(
-        &self,
+        &mut self,
         tensors: &std::collections::HashMap<String, Tensor>,
     ) -> Result<()> {
-        for (name, var) in &self.vars {
+        let get = |name: &str| {
             let key = format!("base_model.model.{name}");
-            let t = tensors
+            tensors
                 .get(&key)
-                .ok_or_else(|| TrainError::Data(format!("adapter checkpoint lacks {key}")))?;
-            var.set(&t.to_dtype(var.dtype())?)?;
+                .ok_or_else(|| TrainError::Data(format!("adapter checkpoint lacks {key}")))
+        };
+        for (name, var) in &self.vars {
+            var.set(&get(name)?.to_dtype(var.dtype())?)?;
+        }
+        if self.config.freeze_a {
+            for (module, adapter) in &mut self.by_module {
+                let name = format!("{module}.lora_A.weight");
+                let a = get(&name)?;
+                if a.dims() != adapter.a.dims() {
+                    return Err(TrainError::Data(format!(
+                        "{name} is {:?}, the model's is {:?}",
+                        a.dims(),
+                        adapter.a.dims()
+                    )));
+                }
+                adapter.a = a.to_dtype(DType::F32)?;
+            }
         }
         Ok(())
     }

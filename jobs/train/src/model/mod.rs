@@ -19,7 +19,8 @@ pub mod vocab;
 mod weights;
 
 pub use weights::{
-    dtype_name, read_tensors, remove_weight_files, save_safetensors, save_sharded, weight_files,
+    dtype_name, read_adapter_config, read_tensors, remove_weight_files, save_safetensors,
+    save_sharded, weight_files,
 };
 
 use std::collections::BTreeMap;

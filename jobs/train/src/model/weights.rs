@@ -224,12 +224,43 @@ impl Model {
     /// # Errors
     /// A missing or malformed file, a refused option, a target that matches no layer.
     pub fn load_adapter(&mut self, dir: &Path) -> Result<()> {
-        let path = dir.join("adapter_config.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
-        let peft: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
-        let config = lora_config(&peft).map_err(|e| TrainError::file(&path, e))?;
+        let config = read_adapter_config(dir)?;
         self.make_trainable(Some(&config), 0)?;
+        self.restore(dir)
+    }
+
+    /// Loads the adapter in `dir` (PEFT layout) into the adapters [`Model::make_trainable`]
+    /// made for `lora`, which must have its shape (rank, α, target modules): a run that starts
+    /// from a federated round's global adapter. `lora.freeze_a` keeps the adapter's A.
+    ///
+    /// # Errors
+    /// No `lora` in the run's config, a shape that differs (naming the field), a bad file.
+    pub fn start_from_adapter(
+        &mut self,
+        dir: &Path,
+        lora: Option<&super::LoraConfig>,
+    ) -> Result<()> {
+        let lora =
+            lora.ok_or_else(|| TrainError::config("lora", "an initial adapter needs a LoRA run"))?;
+        let theirs = read_adapter_config(dir)?;
+        for (field, same) in [
+            ("lora.rank", theirs.rank == lora.rank),
+            ("lora.alpha", theirs.alpha == lora.alpha),
+            ("lora.target_modules", {
+                let mut a = theirs.target_modules.clone();
+                let mut b = lora.target_modules.clone();
+                a.sort();
+                b.sort();
+                a == b
+            }),
+        ] {
+            if !same {
+                return Err(TrainError::config(
+                    field,
+                    format!("differs from the initial adapter's in {}", dir.display()),
+                ));
+            }
+        }
         self.restore(dir)
     }
 
@@ -237,8 +268,8 @@ impl Model {
     ///
     /// # Errors
     /// A missing or mismatching tensor.
-    pub fn restore(&self, dir: &Path) -> Result<()> {
-        match &self.lora {
+    pub fn restore(&mut self, dir: &Path) -> Result<()> {
+        match &mut self.lora {
             Some(lora) => {
                 let file = dir.join("adapter_model.safetensors");
                 lora.load_peft(&read_tensors(&file, &self.device)?)
@@ -258,6 +289,19 @@ impl Model {
             }
         }
     }
+}
+
+/// The LoRA shape of `dir/adapter_config.json` (PEFT's), refusing options this crate cannot
+/// apply as trained.
+///
+/// # Errors
+/// A missing or malformed file, a refused option.
+pub fn read_adapter_config(dir: &Path) -> Result<super::LoraConfig> {
+    let path = dir.join("adapter_config.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
+    let peft: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
+    lora_config(&peft).map_err(|e| TrainError::file(&path, e))
 }
 
 /// The LoRA shape of a PEFT `adapter_config.json`: `r`, `lora_alpha`, `target_modules` (a
@@ -304,6 +348,7 @@ fn lora_config(peft: &Value) -> std::result::Result<super::LoraConfig, String> {
         alpha,
         dropout: 0.0,
         target_modules,
+        freeze_a: false,
     };
     config.validate().map_err(|e| e.to_string())?;
     Ok(config)

@@ -75,6 +75,9 @@ pub struct Identity {
     pub base_model_sha256: String,
     /// Content hash of the data.
     pub data_sha256: String,
+    /// The adapter the run starts from instead of fresh ones (a federated round's global
+    /// adapter), and its files' hash.
+    pub init_adapter: Option<(PathBuf, String)>,
 }
 
 /// A run in progress.
@@ -149,6 +152,10 @@ impl Trainer {
         // A run.json marks a finished run: remove it first, so a crash leaves none behind.
         let _ = std::fs::remove_file(out.join("run.json"));
         model.make_trainable(config.lora.as_ref(), config.seed)?;
+        if let Some((dir, _)) = &identity.init_adapter {
+            model.start_from_adapter(dir, config.lora.as_ref())?;
+        }
+        // After the initial adapter: the KL anchor is the policy the run starts from.
         let reference = (config.grpo.kl_beta > 0.0)
             .then(|| model.reference_copy())
             .transpose()?;
@@ -470,6 +477,9 @@ fn run_identity(identity: &Identity, config: &TrainConfig) -> String {
     let mut h = Sha256::new();
     h.update(identity.base_model_sha256.as_bytes());
     h.update(identity.data_sha256.as_bytes());
+    if let Some((_, sha256)) = &identity.init_adapter {
+        h.update(sha256.as_bytes());
+    }
     h.update(serde_json::to_vec(&config).unwrap_or_default());
     hex::encode(h.finalize())
 }

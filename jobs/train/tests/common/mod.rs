@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use agentrl_train::config::TrainConfig;
 use agentrl_train::model::{ModelConfig, save_safetensors};
 use agentrl_train::tokenizer::Tok;
 use candle_core::{Device, Tensor};
@@ -102,4 +103,32 @@ pub fn write_weights(dir: &Path, config_json: &Value, seed: u64) -> ModelConfig 
 /// The tests' tokenizer.
 pub fn tok() -> Tok {
     Tok::char_level(ALPHABET, &["<|endoftext|>"]).unwrap()
+}
+
+/// Twelve `Q:a+1` prompts (`prompts.jsonl`) and their SFT answers (`sft.jsonl`) in `dir`.
+pub fn prompts(dir: &Path) -> (PathBuf, PathBuf) {
+    let mut p = String::new();
+    let mut s = String::new();
+    for a in 1..=12 {
+        let line = json!({"prompt": format!("Q:{a}+1\n"), "answer": format!("{}", a + 1), "match": "numeric"});
+        p.push_str(&format!("{line}\n"));
+        s.push_str(&format!(
+            "{}\n",
+            json!({"prompt": format!("Q:{a}+1\n"), "completion": format!("{}", a + 1)})
+        ));
+    }
+    std::fs::write(dir.join("prompts.jsonl"), p).unwrap();
+    std::fs::write(dir.join("sft.jsonl"), s).unwrap();
+    (dir.join("prompts.jsonl"), dir.join("sft.jsonl"))
+}
+
+/// A run of a few tiny steps: a checkpoint every step, an evaluation every other.
+pub fn small_config() -> TrainConfig {
+    TrainConfig::parse(
+        r#"{"seed": 3, "checkpoint_every": 1, "eval_every": 2,
+            "sft": {"epochs": 1, "learning_rate": 1e-3, "batch_size": 4},
+            "grpo": {"learning_rate": 1e-3, "group_size": 4, "batch_prompts": 2, "max_new_tokens": 4,
+                     "temperature": 1.0, "max_draws": 2}}"#,
+    )
+    .unwrap()
 }

@@ -5,6 +5,7 @@
 //! placement they imply.
 
 pub mod architecture;
+mod base_model;
 mod canary;
 pub mod config;
 mod cost;
@@ -15,6 +16,7 @@ pub mod plan;
 mod report;
 mod run;
 
+pub use base_model::{MAX_BASE_MODEL, check_base_model};
 pub use canary::{Arm, Canary, bucket, rolled_out};
 pub use cost::{cost_estimate, hourly_price};
 pub use curve::curve_lines;

@@ -496,6 +496,7 @@ pub(crate) mod tests {
                 alpha: 32.0,
                 dropout: 0.0,
                 target_modules: LORA_MODULES.map(String::from).to_vec(),
+                freeze_a: false,
             }),
             ..TrainConfig::default()
         };

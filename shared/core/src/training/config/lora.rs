@@ -29,6 +29,11 @@ pub struct LoraConfig {
     /// Short names of the target layers (`q_proj`, `v_proj`, …).
     #[serde(default = "default_targets")]
     pub target_modules: Vec<String>,
+    /// FFA-LoRA: A keeps its initial value (seeded, or the initial adapter's) and only B
+    /// trains. Adapters that share A then differ only in B, and `(α/r)·B·A` is linear in B, so
+    /// averaging B averages the updates exactly (federated rounds rely on it).
+    #[serde(default)]
+    pub freeze_a: bool,
 }
 
 fn default_targets() -> Vec<String> {
