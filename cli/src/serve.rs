@@ -4,7 +4,7 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use agentrl_core::TenantId;
-use agentrl_http::{Auth, Metrics, telemetry};
+use agentrl_http::{Auth, Metrics, oidc::OidcVerifier, telemetry};
 use agentrl_store::Stores;
 use anyhow::{Context, bail};
 use clap::Args;
@@ -31,6 +31,13 @@ pub struct ServeArgs {
     /// Print CloudWatch EMF metric lines on stdout.
     #[arg(long)]
     emf: bool,
+    /// Also accept bearer JWTs of this OIDC issuer (RS256, checked against the keys of its
+    /// JWKS), as API Gateway's JWT authorizer does on AWS: the tenant is the `tenant_id` claim.
+    #[arg(long, env = "AGENTRL_OIDC_ISSUER", requires = "oidc_audience")]
+    oidc_issuer: Option<String>,
+    /// The audience those JWTs must name (`aud`, or `client_id` without one).
+    #[arg(long, env = "AGENTRL_OIDC_AUDIENCE", requires = "oidc_issuer")]
+    oidc_audience: Option<String>,
 }
 
 fn parse_keys(pairs: &[String]) -> anyhow::Result<Vec<(TenantId, String)>> {
@@ -77,7 +84,10 @@ fn launch(args: &ServeArgs) -> anyhow::Result<stack::Launch> {
 /// Serves until SIGINT or SIGTERM, then drains in-flight requests and exits.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     telemetry::init();
-    let auth = Auth::api_keys(parse_keys(&args.api_keys)?);
+    let mut auth = Auth::api_keys(parse_keys(&args.api_keys)?);
+    if let (Some(issuer), Some(audience)) = (&args.oidc_issuer, &args.oidc_audience) {
+        auth = auth.with_oidc(OidcVerifier::new(issuer, audience)?);
+    }
     let metrics = if args.emf {
         Metrics::Emf {
             namespace: "agentrl".into(),

@@ -109,7 +109,8 @@ fn traces(stores: &Stores) -> agentrl_traces::TracesState {
     )
 }
 
-/// The composed application of every function, the built-in model server and the console.
+/// The composed application of every function and the built-in model server (the console is
+/// merged beside it by [`start`]).
 pub fn application(
     stores: &Stores,
     auth: Auth,
@@ -155,7 +156,6 @@ pub fn application(
             idempotency: Some(stores.table.clone()),
         },
     )
-    .merge(agentrl_console::router())
 }
 
 /// A running stack: its address and the handle that stops it.
@@ -240,6 +240,8 @@ pub async fn start(
         pseudonyms.clone(),
     );
     let provider = Arc::new(Provider::from_env());
+    // How the console signs in: the API key, or the OIDC provider of AGENTRL_CONSOLE_OIDC_*.
+    let console = agentrl_console::ConsoleConfig::from_env()?;
     // Beside the static keys, the tenant API keys `agentrl keys` created in this store.
     let auth = auth
         .with_stored(agentrl_http::api_keys::ApiKeys::new(stores.table.clone()))
@@ -285,7 +287,8 @@ pub async fn start(
         provider.clone(),
         gateway.clone(),
         models,
-    );
+    )
+    .merge(agentrl_console::router(console));
     let (stop, mut stopped) = watch::channel(false);
     let runner = local.map(|(jobs, command, storage)| {
         let runner = LocalRunner::new(jobs, command, storage, training.clone());

@@ -1,5 +1,9 @@
-// The public API, as the SDKs call it: same-origin fetches with the session cookie, the CSRF
-// token on every state-changing call, problem+json errors as exceptions.
+// The public API, as the SDKs call it: same-origin fetches with the session cookie and the
+// CSRF token on every state-changing call, or, signed in through the identity provider, with
+// its access token as `Authorization: Bearer` (no cookie, no CSRF token then); problem+json
+// errors as exceptions.
+
+import { forgetToken, loadConfig, storedToken, tenantOf } from "./oidc.js";
 
 /**
  * @typedef {{ type?: string, title?: string, status?: number, detail?: string, field?: string | null,
@@ -23,13 +27,41 @@ export class ApiError extends Error {
   }
 }
 
-/** The session's credentials, in memory only (a reload asks the server again). */
+/**
+ * The session's credentials: the CSRF token in memory only (a reload asks the server again),
+ * or the provider's access token (kept by oidc.js in this tab's sessionStorage).
+ */
 export const session = {
   /** @type {string | null} */
   csrf: null,
   /** @type {string | null} */
+  token: null,
+  /** @type {string | null} */
   tenant: null,
 };
+
+/** Whether a cookie session or a bearer token is held. */
+export function signedIn() {
+  return session.csrf !== null || session.token !== null;
+}
+
+function forgetSession() {
+  session.csrf = null;
+  session.token = null;
+  session.tenant = null;
+  forgetToken();
+}
+
+/**
+ * The credentials of a call: the bearer token, or the CSRF token on a state-changing one.
+ * @param {string} method
+ * @param {Record<string, string>} headers
+ */
+function authorize(method, headers) {
+  if (session.token) headers.Authorization = `Bearer ${session.token}`;
+  else if (UNSAFE.has(method) && session.csrf) headers["X-CSRF-Token"] = session.csrf;
+  return headers;
+}
 
 /** @type {() => void} what to do on a 401 (the app sends the user to the login page) */
 let onUnauthorized = () => {};
@@ -55,8 +87,7 @@ export async function api(path, opts = {}) {
     if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, String(v));
   }
   /** @type {Record<string, string>} */
-  const headers = { Accept: "application/json, application/problem+json" };
-  if (UNSAFE.has(method) && session.csrf) headers["X-CSRF-Token"] = session.csrf;
+  const headers = authorize(method, { Accept: "application/json, application/problem+json" });
   if (opts.body !== undefined) headers["Content-Type"] = "application/json";
   const res = await fetch(url, {
     method,
@@ -76,8 +107,7 @@ export async function api(path, opts = {}) {
   }
   if (!res.ok) {
     if (res.status === 401 && !opts.quiet401) {
-      session.csrf = null;
-      session.tenant = null;
+      forgetSession();
       onUnauthorized();
     }
     throw new ApiError(res.status, body && typeof body === "object" ? body : {});
@@ -101,7 +131,7 @@ export async function ndjson(path, opts = {}) {
     if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, String(v));
   }
   const res = await fetch(url, {
-    headers: { Accept: "application/x-ndjson, application/problem+json" },
+    headers: authorize("GET", { Accept: "application/x-ndjson, application/problem+json" }),
     credentials: "same-origin",
     signal: opts.signal,
   });
@@ -115,8 +145,7 @@ export async function ndjson(path, opts = {}) {
       problem = { title: res.statusText, detail: text.slice(0, 300) };
     }
     if (res.status === 401) {
-      session.csrf = null;
-      session.tenant = null;
+      forgetSession();
       onUnauthorized();
     }
     throw new ApiError(res.status, problem && typeof problem === "object" ? problem : {});
@@ -146,16 +175,26 @@ export async function all(path, key, opts = {}) {
   return items;
 }
 
-/** Recovers the session from its cookie; null when there is none. */
+/**
+ * Recovers the session: the provider's token this tab holds where the console signs in
+ * through one, the cookie's session otherwise. False when there is none.
+ */
 export async function loadSession() {
+  const { oidc } = await loadConfig();
+  if (oidc) {
+    const token = storedToken();
+    session.token = token;
+    session.tenant = token && tenantOf(token);
+    return token !== null;
+  }
   try {
     /** @type {Session} */
     const s = await api("/v1/console/session", { quiet401: true });
     session.csrf = s.csrf_token;
     session.tenant = s.tenant;
-    return s;
+    return true;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401) return null;
+    if (e instanceof ApiError && e.status === 401) return false;
     throw e;
   }
 }
@@ -169,11 +208,11 @@ export async function login(apiKey) {
   return s;
 }
 
+/** Ends the session: the cookie's on the server, or forgets the provider's token. */
 export async function logout() {
   try {
-    await api("/v1/console/session", { method: "DELETE", quiet401: true });
+    if (!session.token) await api("/v1/console/session", { method: "DELETE", quiet401: true });
   } finally {
-    session.csrf = null;
-    session.tenant = null;
+    forgetSession();
   }
 }

@@ -1,7 +1,7 @@
 // The console's entry point: the session, the header, and client-side routing with the
 // History API (every view has its own URL under /console/).
 
-import { ApiError, loadSession, logout, session, setUnauthorizedHandler } from "./api.js";
+import { ApiError, loadSession, logout, session, setUnauthorizedHandler, signedIn as isSignedIn } from "./api.js";
 import { h, replace } from "./dom.js";
 import { resetCharts } from "./charts.js";
 import * as agents from "./views/agents.js";
@@ -10,6 +10,7 @@ import * as attribution from "./views/attribution.js";
 import * as attributions from "./views/attributions.js";
 import * as budget from "./views/budget.js";
 import * as budgets from "./views/budgets.js";
+import * as callback from "./views/callback.js";
 import * as compare from "./views/compare.js";
 import * as dataset from "./views/dataset.js";
 import * as datasets from "./views/datasets.js";
@@ -42,6 +43,7 @@ const HOME = `${BASE}/agents`;
 /** @type {Array<[RegExp, View, string[], boolean]>} pattern, view, parameter names, needs a session */
 const ROUTES = [
   [/^\/login$/, login, [], false],
+  [/^\/callback$/, callback, [], false],
   [/^\/agents$/, agents, [], true],
   [/^\/agents\/(.+)$/, agent, ["id"], true],
   [/^\/runs$/, runs, [], true],
@@ -93,7 +95,7 @@ function toLogin() {
 
 function drawHeader() {
   const path = location.pathname;
-  const signedIn = session.csrf !== null;
+  const signedIn = isSignedIn();
   /** @param {string} href @param {string} text */
   const item = (href, text) =>
     h("li", null, h("a", { href, "aria-current": path === href || path.startsWith(`${href}/`) ? "page" : null }, text));
@@ -151,7 +153,7 @@ export async function route() {
     break;
   }
 
-  if (needsSession && session.csrf === null) {
+  if (needsSession && !isSignedIn()) {
     const s = await loadSession();
     if (ctl.signal.aborted) return;
     if (!s) {

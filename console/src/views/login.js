@@ -1,8 +1,10 @@
 // The login page: the tenant's API key is exchanged for a session cookie (HttpOnly,
-// SameSite=Strict) and a CSRF token kept in memory.
+// SameSite=Strict) and a CSRF token kept in memory; or, where the console signs in through
+// an identity provider (/console/config.json), a button that leaves for its sign-in page.
 
 import { ApiError, login } from "../api.js";
 import { h } from "../dom.js";
+import { beginSignIn, loadConfig } from "../oidc.js";
 
 /** @param {string | null} next  where to go after signing in: a console path only */
 export function safeNext(next) {
@@ -14,6 +16,24 @@ export function safeNext(next) {
  * @param {HTMLElement} page
  */
 export async function render(ctx, page) {
+  const { oidc } = await loadConfig();
+  if (oidc) {
+    const go = h("button", { type: "button", id: "oidc-sign-in" }, "Sign in with your identity provider");
+    go.addEventListener("click", () => {
+      go.disabled = true;
+      void beginSignIn(oidc, safeNext(ctx.query.get("next")));
+    });
+    page.append(
+      h(
+        "section",
+        { class: "login card" },
+        h("h1", { tabindex: -1 }, "Sign in to agentrl"),
+        h("p", { class: "help" }, "You sign in at ", h("strong", null, new URL(oidc.authorization_endpoint).host), ", which sends you back here."),
+        go,
+      ),
+    );
+    return "Sign in";
+  }
   const error = h("div", { class: "alert-slot", "aria-live": "assertive" });
   const key = h("input", {
     id: "api-key",

@@ -9,45 +9,114 @@
 //! routes on the path, so every view is a link. A missing file is a 404: one under a folder
 //! of the app's files (`/console/views/nope.js`) or a file name at the top
 //! (`/console/nope.js`).
+//!
+//! `/console/config.json` tells the page how to sign in ([`ConsoleConfig`]): with the API key
+//! (no identity provider configured) or through an OIDC provider (authorization code with
+//! PKCE), whose token endpoint's origin is then the one other origin the page may fetch.
 
-use std::sync::OnceLock;
+pub mod config;
+
+use std::sync::{Arc, OnceLock};
 
 use axum::{
     Router,
     extract::Path,
     http::{HeaderMap, HeaderValue, StatusCode, header},
-    response::{IntoResponse, Redirect, Response},
+    response::{IntoResponse, Json, Redirect, Response},
     routing::get,
 };
 use sha2::{Digest, Sha256};
 
+pub use config::ConsoleConfig;
+
 /// Every file of `console/src`, by path relative to it.
 static ASSETS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
-/// What the console's pages may load and run: only this origin's files, no inline code.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
-     style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
-     object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+/// What the console's pages may load and run: only this origin's files, no inline code, and
+/// fetches to this origin and `also_connect` (the identity provider's token endpoint).
+pub fn content_security_policy(also_connect: Option<&str>) -> String {
+    let connect = also_connect.map_or_else(|| "'self'".to_owned(), |o| format!("'self' {o}"));
+    format!(
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+         connect-src {connect}; font-src 'self'; object-src 'none'; base-uri 'none'; \
+         frame-ancestors 'none'; form-action 'self'"
+    )
+}
 
-/// The routes: `/` and `/console` lead to `/console/`, which serves the app.
-pub fn router() -> Router {
+/// The routes: `/` leads to `/console/`, which serves the app, and `/console` to the app's
+/// first page (a path every HTTP API route of the console matches: `/console/{proxy+}` needs
+/// a segment).
+pub fn router(config: ConsoleConfig) -> Router {
+    let csp = HeaderValue::from_str(&content_security_policy(config.connect_origin()))
+        .expect("origins are written as ASCII without control characters");
+    let page = Arc::new(Page { csp, config });
+    let config_page = page.clone();
+    let root_page = page.clone();
     Router::new()
         .route("/", get(|| async { Redirect::to("/console/") }))
-        .route("/console", get(|| async { Redirect::permanent("/console/") }))
-        .route("/console/", get(|headers: HeaderMap| async move { serve("", &headers) }))
+        .route(
+            "/console",
+            get(|| async { Redirect::permanent("/console/agents") }),
+        )
+        .route(
+            "/console/config.json",
+            get(move || async move {
+                let mut response = Json(config_page.config.document()).into_response();
+                response
+                    .headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                config_page.secured(response)
+            }),
+        )
+        .route(
+            "/console/",
+            get(move |headers: HeaderMap| async move { root_page.serve("", &headers) }),
+        )
         .route(
             "/console/{*path}",
-            get(|Path(path): Path<String>, headers: HeaderMap| async move {
-                serve(&path, &headers)
-            }),
+            get(
+                move |Path(path): Path<String>, headers: HeaderMap| async move {
+                    page.serve(&path, &headers)
+                },
+            ),
         )
 }
 
+/// What every answer of the console is built with.
+struct Page {
+    /// The Content Security Policy, with the provider's origin where one is configured.
+    csp: HeaderValue,
+    config: ConsoleConfig,
+}
+
+impl Page {
+    /// The file at `path`, `index.html` for a view, or a 404 for a missing file.
+    fn serve(&self, path: &str, headers: &HeaderMap) -> Response {
+        self.secured(file(path, headers))
+    }
+
+    /// The headers every console response carries.
+    fn secured(&self, mut response: Response) -> Response {
+        let h = response.headers_mut();
+        h.insert(header::CONTENT_SECURITY_POLICY, self.csp.clone());
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        h.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        );
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        response
+    }
+}
+
 /// The file at `path`, `index.html` for a view, or a 404 for a missing file.
-fn serve(path: &str, headers: &HeaderMap) -> Response {
+fn file(path: &str, headers: &HeaderMap) -> Response {
     let found = find(path).or_else(|| is_view(path).then(|| find("index.html")).flatten());
     let Some(i) = found else {
-        return secured((StatusCode::NOT_FOUND, "no such file in the console").into_response());
+        return (StatusCode::NOT_FOUND, "no such file in the console").into_response();
     };
     let (name, bytes) = ASSETS[i];
     let tag = etag(i);
@@ -67,7 +136,7 @@ fn serve(path: &str, headers: &HeaderMap) -> Response {
     );
     // Revalidated on every load: a new binary's files are never hidden behind a cache.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    secured(response)
+    response
 }
 
 /// The index of the file at `path` in [`ASSETS`].
@@ -114,25 +183,6 @@ fn etag(i: usize) -> &'static str {
     })[i]
 }
 
-/// The headers every console response carries.
-fn secured(mut response: Response) -> Response {
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,11 +191,19 @@ mod tests {
     use tower::ServiceExt;
 
     async fn get(path: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, Vec<u8>) {
+        get_from(router(ConsoleConfig::api_key()), path, headers).await
+    }
+
+    async fn get_from(
+        app: Router,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, HeaderMap, Vec<u8>) {
         let mut request = axum::http::Request::builder().uri(path);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = router()
+        let response = app
             .oneshot(request.body(Body::empty()).unwrap())
             .await
             .unwrap();
@@ -178,8 +236,8 @@ mod tests {
             assert_eq!(body, index(), "{view}");
             assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
             assert_eq!(
-                headers[header::CONTENT_SECURITY_POLICY],
-                CONTENT_SECURITY_POLICY
+                headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap(),
+                content_security_policy(None)
             );
             assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
         }
@@ -218,10 +276,55 @@ mod tests {
 
     #[tokio::test]
     async fn the_roots_lead_to_the_console() {
-        for path in ["/", "/console"] {
+        for (path, to) in [("/", "/console/"), ("/console", "/console/agents")] {
             let (status, headers, _) = get(path, &[]).await;
             assert!(status.is_redirection(), "{path}");
-            assert_eq!(headers[header::LOCATION], "/console/");
+            assert_eq!(headers[header::LOCATION], to);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_config_says_how_to_sign_in_and_the_policy_allows_only_the_token_origin() {
+        let (status, headers, body) = get("/console/config.json", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(doc, serde_json::json!({"oidc": null}));
+        assert!(
+            headers[header::CONTENT_SECURITY_POLICY]
+                .to_str()
+                .unwrap()
+                .contains("connect-src 'self';")
+        );
+
+        let config = ConsoleConfig::from_lookup(|name| {
+            let value = match name {
+                "CLIENT_ID" => "console",
+                "ISSUER" => "https://idp.example.com",
+                "AUTHORIZATION_ENDPOINT" => "https://login.example.com/authorize",
+                "TOKEN_ENDPOINT" => "https://Login.Example.com:443/oauth2/token?x=1",
+                _ => return None,
+            };
+            Some(value.to_owned())
+        })
+        .unwrap();
+        let app = router(config);
+        for path in ["/console/config.json", "/console/agents", "/console/app.js"] {
+            let (status, headers, body) = get_from(app.clone(), path, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+            assert!(
+                csp.contains("; connect-src 'self' https://login.example.com; "),
+                "{csp}"
+            );
+            if path.ends_with(".json") {
+                let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(doc["oidc"]["client_id"], "console");
+                assert_eq!(
+                    doc["oidc"]["authorization_endpoint"],
+                    "https://login.example.com/authorize"
+                );
+            }
         }
     }
 }

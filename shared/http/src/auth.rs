@@ -3,7 +3,9 @@
 //! Locally the identity is an API key (`Authorization: Bearer KEY`); in Lambda it is the
 //! `tenant_id` claim that API Gateway's JWT authorizer verified and put in the request
 //! context, which a client cannot set, or, where no authorizer stands in front (the gateway's
-//! function URL), a tenant API key an operator created ([`crate::api_keys`]).
+//! function URL), a tenant API key an operator created ([`crate::api_keys`]). `agentrl serve
+//! --oidc-issuer` also takes the bearer JWTs the authorizer would, verified in process
+//! ([`crate::oidc`]).
 
 use std::sync::Arc;
 
@@ -19,15 +21,17 @@ use sha2::{Digest, Sha256};
 
 use crate::ApiError;
 use crate::api_keys::ApiKeys;
+use crate::oidc::{OidcVerifier, TENANT_CLAIM};
 use crate::sessions::{self, Sessions};
 use agentrl_store::StoreError;
 
 /// How callers are authenticated: by key or JWT claim, and, where the console is served, by
-/// its session cookie.
+/// its session cookie and, where an OIDC issuer is set, by the issuer's bearer JWTs.
 #[derive(Clone)]
 pub struct Auth {
     keys: Keys,
     sessions: Option<Sessions>,
+    oidc: Option<OidcVerifier>,
 }
 
 /// Where a caller's key or claim is checked.
@@ -66,6 +70,7 @@ impl Auth {
         Self {
             keys,
             sessions: None,
+            oidc: None,
         }
     }
 
@@ -91,6 +96,16 @@ impl Auth {
         }
     }
 
+    /// The same, and bearer JWTs of an OIDC issuer beside them: a bearer value shaped like a
+    /// JWT (three dot-separated parts, which no API key is) is judged by `verifier` alone.
+    #[must_use]
+    pub fn with_oidc(self, verifier: OidcVerifier) -> Self {
+        Self {
+            oidc: Some(verifier),
+            ..self
+        }
+    }
+
     /// The console's sessions, where they are on.
     pub(crate) fn sessions(&self) -> Option<&Sessions> {
         self.sessions.as_ref()
@@ -109,8 +124,12 @@ impl Auth {
         }
     }
 
-    /// Who the request says it is: a tenant (or none) known at once, or a key to look up.
+    /// Who the request says it is: a tenant (or none) known at once, or a key or token to
+    /// look up.
     fn identify(&self, req: &Request) -> Identity {
+        if let (Some(verifier), Some(token)) = (&self.oidc, bearer(req).filter(|t| is_jwt(t))) {
+            return Identity::Jwt(verifier.clone(), token.to_owned());
+        }
         match &self.keys {
             Keys::Fixed(keys) => {
                 Identity::Known(bearer(req).and_then(|key| fixed_tenant(keys, key)))
@@ -132,6 +151,8 @@ enum Identity {
     Known(Option<TenantId>),
     /// A bearer key that is not a static one: the stored keys decide.
     Stored(ApiKeys, String),
+    /// A bearer JWT: the OIDC issuer's keys decide.
+    Jwt(OidcVerifier, String),
 }
 
 impl Identity {
@@ -139,6 +160,7 @@ impl Identity {
         match self {
             Self::Known(tenant) => Ok(tenant),
             Self::Stored(keys, key) => keys.tenant(&key).await,
+            Self::Jwt(verifier, token) => Ok(verifier.tenant(&token).await),
         }
     }
 }
@@ -148,6 +170,11 @@ fn bearer(req: &Request) -> Option<&str> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, key) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+}
+
+/// A compact JWS: three base64url parts (an API key has no dot).
+fn is_jwt(value: &str) -> bool {
+    value.split('.').count() == 3
 }
 
 fn fixed_tenant(keys: &[([u8; 32], TenantId)], key: &str) -> Option<TenantId> {
@@ -172,7 +199,7 @@ fn jwt_tenant(req: &Request) -> Option<TenantId> {
         return None;
     };
     let claims = &ctx.authorizer.as_ref()?.jwt.as_ref()?.claims;
-    TenantId::parse(claims.get("tenant_id")?).ok()
+    TenantId::parse(claims.get(TENANT_CLAIM)?).ok()
 }
 
 fn digest(key: &str) -> [u8; 32] {
@@ -259,7 +286,9 @@ mod tests {
     fn resolve(auth: &Auth, req: &Request) -> Option<TenantId> {
         match auth.identify(req) {
             Identity::Known(tenant) => tenant,
-            Identity::Stored(..) => panic!("static keys and JWT claims need no store"),
+            Identity::Stored(..) | Identity::Jwt(..) => {
+                panic!("static keys and JWT claims need no store or issuer")
+            }
         }
     }
 

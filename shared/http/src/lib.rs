@@ -17,6 +17,7 @@ mod json;
 pub mod kpis;
 pub mod lambda;
 mod observe;
+pub mod oidc;
 mod problem;
 pub mod query;
 pub mod sessions;
