@@ -27,8 +27,9 @@ pub const TENANT_CLAIM: &str = "tenant_id";
 /// Longest token considered (bytes): anything longer is refused unread.
 const MAX_TOKEN_LEN: usize = 16 * 1024;
 
-/// How soon an unknown key id may fetch the JWKS again: a stream of forged key ids cannot
-/// make every request a fetch from the provider.
+/// How soon an unknown key id may fetch the JWKS again, after a fetch that worked or not: a
+/// stream of forged key ids, or of tokens while the provider is down, cannot make every
+/// request a fetch from the provider.
 const REFETCH_AFTER: Duration = Duration::from_secs(30);
 
 /// Clock skew allowed on `exp` and `nbf` (seconds).
@@ -44,7 +45,14 @@ struct Inner {
     issuer: String,
     audience: String,
     client: reqwest::Client,
-    keys: Mutex<Option<(Instant, JwkSet)>>,
+    keys: Mutex<Held>,
+}
+
+/// The issuer's keys as last fetched, and when a fetch was last tried.
+#[derive(Default)]
+struct Held {
+    set: Option<JwkSet>,
+    tried: Option<Instant>,
 }
 
 /// Why a configuration is refused.
@@ -108,7 +116,7 @@ impl OidcVerifier {
                 issuer: issuer.to_owned(),
                 audience: audience.to_owned(),
                 client,
-                keys: Mutex::new(None),
+                keys: Mutex::new(Held::default()),
             }),
         })
     }
@@ -158,21 +166,20 @@ impl OidcVerifier {
     }
 
     /// The issuer's key `kid` (the only key when the token names none), fetching the JWKS
-    /// when none is held or the key is unknown and the last fetch is old enough.
+    /// when the key is not held and the last try is old enough. One fetch at a time: the
+    /// lock is held across it, so requests arriving meanwhile wait for its keys.
     async fn key(&self, kid: Option<&str>) -> Result<Jwk, String> {
         let mut held = self.inner.keys.lock().await;
-        if let Some(jwk) = held.as_ref().and_then(|(_, set)| pick(set, kid)) {
+        if let Some(jwk) = held.set.as_ref().and_then(|set| pick(set, kid)) {
             return Ok(jwk);
         }
-        if held
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < REFETCH_AFTER)
-        {
-            return Err("unknown key id".into());
+        if held.tried.is_some_and(|at| at.elapsed() < REFETCH_AFTER) {
+            return Err("unknown key id (keys fetched less than 30 s ago)".into());
         }
+        held.tried = Some(Instant::now());
         let set = self.fetch_keys().await?;
         let found = pick(&set, kid);
-        *held = Some((Instant::now(), set));
+        held.set = Some(set);
         found.ok_or_else(|| "unknown key id".into())
     }
 

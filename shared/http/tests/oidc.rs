@@ -2,7 +2,13 @@
 //! discovery document and JWKS, tokens are signed with its RSA key (or another), and the
 //! composed application answers 200 with the token's tenant or 401 with the API's problem.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::{SystemTime, UNIX_EPOCH},
+};
 
 use agentrl_core::TenantId;
 use agentrl_http::{AppOptions, Auth, Metrics, Service, Tenant, app, oidc::OidcVerifier};
@@ -21,8 +27,16 @@ const AUDIENCE: &str = "agentrl-console";
 const KID: &str = "key-1";
 const API_KEY: &str = "key-a-0123456789";
 
-/// A provider on 127.0.0.1 serving `key`'s public half as its only JWKS key; its issuer URL.
-async fn provider(key: &KeyPair) -> String {
+/// A provider on 127.0.0.1 serving `key`'s public half as its only JWKS key.
+struct Provider {
+    issuer: String,
+    /// Requests for the discovery document so far.
+    hits: Arc<AtomicUsize>,
+    /// While set, the discovery document is a 503.
+    down: Arc<AtomicBool>,
+}
+
+async fn provider(key: &KeyPair) -> Provider {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let issuer = format!("http://{}", listener.local_addr().unwrap());
     let public = key.public_key();
@@ -32,14 +46,26 @@ async fn provider(key: &KeyPair) -> String {
         "e": B64.encode(public.exponent().big_endian_without_leading_zero()),
     }]});
     let discovery = json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks")});
+    let (hits, down) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (counted, failing) = (hits.clone(), down.clone());
     let router = Router::new()
         .route(
             "/.well-known/openid-configuration",
-            get(move || async move { Json(discovery) }),
+            get(move || async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                if failing.load(Ordering::SeqCst) {
+                    Err(axum::http::StatusCode::SERVICE_UNAVAILABLE)
+                } else {
+                    Ok(Json(discovery))
+                }
+            }),
         )
         .route("/jwks", get(move || async move { Json(jwks) }));
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    issuer
+    Provider { issuer, hits, down }
 }
 
 /// A compact JWS of `claims` with `header`, signed RS256 by `key`.
@@ -106,7 +132,8 @@ async fn whoami(app: &Router, credential: &str) -> (u16, String) {
 async fn only_a_token_of_the_issuer_for_the_audience_in_date_and_well_signed_names_a_tenant() {
     let key = KeyPair::generate(KeySize::Rsa2048).unwrap();
     let other = KeyPair::generate(KeySize::Rsa2048).unwrap();
-    let issuer = provider(&key).await;
+    let provider = provider(&key).await;
+    let issuer = provider.issuer.clone();
     let app = application(&issuer);
     let header = json!({"alg": "RS256", "typ": "JWT", "kid": KID});
     let good = json!({
@@ -211,4 +238,24 @@ async fn only_a_token_of_the_issuer_for_the_audience_in_date_and_well_signed_nam
     let forged = B64.encode(with("tenant_id", "tenant-a".into()).to_string());
     parts[1] = &forged;
     assert_eq!(whoami(&app, &parts.join(".")).await.0, 401);
+    // The keys were fetched once: the unknown key id did not fetch them again.
+    assert_eq!(provider.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_provider_that_is_down_is_not_asked_again_on_every_request() {
+    let key = KeyPair::generate(KeySize::Rsa2048).unwrap();
+    let provider = provider(&key).await;
+    provider.down.store(true, Ordering::SeqCst);
+    let app = application(&provider.issuer);
+    let claims = json!({
+        "iss": provider.issuer, "aud": AUDIENCE, "tenant_id": "tenant-b", "exp": now() + 600,
+    });
+    let token = sign(&key, &json!({"alg": "RS256", "kid": KID}), &claims);
+    for _ in 0..3 {
+        assert_eq!(whoami(&app, &token).await.0, 401);
+    }
+    assert_eq!(provider.hits.load(Ordering::SeqCst), 1, "one try in 30 s");
+    // The API keys do not depend on the provider.
+    assert_eq!(whoami(&app, API_KEY).await.0, 200);
 }
