@@ -2,7 +2,10 @@
 //! training queue (start the runs it calls for) and AWS Batch's *Job State Change* events (a
 //! job started, succeeded or failed).
 
-use agentrl_core::TenantId;
+use agentrl_core::{
+    TenantId,
+    contracts::{DATASET_READY, DatasetReady},
+};
 use agentrl_http::{
     consume::{self, Outcome},
     sqs::Consumer,
@@ -14,7 +17,7 @@ use std::sync::Arc;
 
 use crate::{
     TrainingState,
-    runs::{self, DatasetReady, JobState},
+    runs::{self, JobState},
 };
 
 /// The consumer of the training queue: `training.dataset.ready` starts runs; anything else is
@@ -86,7 +89,7 @@ impl TrainingConsumer {
     /// Starts the runs a `training.dataset.ready` message calls for.
     async fn handle(&self, message: &Message) -> Result<(), Outcome> {
         let envelope: Envelope = consume::decode(&message.body, "an event")?;
-        if envelope.kind != "training.dataset.ready" {
+        if envelope.kind != DATASET_READY {
             return Err(Outcome::Poison(format!(
                 "unexpected event type {:?} on the training queue",
                 envelope.kind

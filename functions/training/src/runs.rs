@@ -3,6 +3,7 @@
 
 use agentrl_core::{
     FieldError, TenantId,
+    contracts::{DatasetReady, Manifest},
     training::{
         RunStatus, architecture::ModelConfig, config::TrainConfig, cost_estimate, curve_lines,
         placement::Placement, run_id,
@@ -13,7 +14,6 @@ use agentrl_store::{
     clock::now_ms,
     retry::{Contended, optimistic},
 };
-use serde::Deserialize;
 use serde_json::{Value, value::RawValue};
 
 use crate::{
@@ -633,27 +633,6 @@ pub async fn job_state(
     Ok(changed)
 }
 
-/// `training.dataset.ready` as the dataset job sends it.
-#[derive(Debug, Deserialize)]
-pub(crate) struct DatasetReady {
-    /// The tenant's pseudonymous partition.
-    pub tenant: String,
-    pub dataset_id: String,
-}
-
-/// The part of a dataset's manifest that says which agents it is for.
-#[derive(Debug, Deserialize)]
-struct ManifestAgents {
-    #[serde(default)]
-    agents: Vec<ManifestAgent>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ManifestAgent {
-    agent_id: String,
-    selected: bool,
-}
-
 /// Starts a run for every active agent of the dataset's tenant that trains on ready datasets
 /// (`auto_train`) and that the dataset selected. Returns the runs created or found.
 ///
@@ -675,7 +654,8 @@ pub(crate) async fn on_dataset_ready(
         ))
         .await?
         .ok_or_else(|| anyhow::anyhow!("dataset {} has no manifest", event.dataset_id))?;
-    let manifest: ManifestAgents = serde_json::from_slice(&manifest)?;
+    let manifest: Manifest = serde_json::from_slice(&manifest)?;
+    manifest.check_version().map_err(anyhow::Error::msg)?;
     let selected: std::collections::HashSet<&str> = manifest
         .agents
         .iter()

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufWriter, Write};
 
 use agentrl_core::calendar::utc_date;
+use agentrl_core::contracts::{Counts, DatasetReady, FileEntry, MANIFEST_VERSION, Manifest};
 use agentrl_core::dataset::{
     AgentStats, Episode, Group, Rules, Selection, Split, groups, near_duplicates, preference_pairs,
     select_agents, split_of,
@@ -11,7 +12,6 @@ use agentrl_core::dataset::{
 use agentrl_store::ports::{ObjectMeta, Objects, Queue};
 use agentrl_turns::{SCHEMA_VERSION, TABLE_PREFIX, TurnRow, TurnWriter, WriterOptions, read_turns};
 use anyhow::Context;
-use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -25,79 +25,6 @@ use crate::{
 
 /// Where datasets are written.
 pub const DATASETS_PREFIX: &str = "datasets/";
-
-/// One written file of a dataset.
-#[derive(Debug, Clone, Serialize)]
-pub struct FileEntry {
-    /// Its object path.
-    pub path: String,
-    /// Its size.
-    pub bytes: u64,
-    /// SHA-256 of its bytes.
-    pub sha256: String,
-}
-
-/// How much went where.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Counts {
-    /// Turn rows in `train.parquet`.
-    pub train_rows: u64,
-    /// Turn rows in `validation.parquet`.
-    pub validation_rows: u64,
-    /// Trajectories in train.
-    pub train_trajectories: u64,
-    /// Trajectories in validation.
-    pub validation_trajectories: u64,
-    /// Conversations in train (none of them is in validation).
-    pub train_conversations: u64,
-    /// Conversations in validation.
-    pub validation_conversations: u64,
-    /// Lines of `sft.jsonl`.
-    pub sft_examples: u64,
-    /// Lines of `openai-chat.jsonl` and `openai-chat-validation.jsonl`.
-    pub openai_chat_examples: u64,
-    /// Examples in `few-shot.json`.
-    pub few_shot_examples: u64,
-    /// Lines of `preferences.jsonl`.
-    pub preference_pairs: u64,
-    /// Lines of `groups.jsonl`.
-    pub groups: u64,
-    /// Groups whose rewards are all equal (no GRPO signal).
-    pub zero_variance_groups: u64,
-    /// Episodes of selected agents in the window.
-    pub episodes_considered: u64,
-    /// Of those, dropped as near duplicates.
-    pub duplicates_removed: u64,
-    /// Agents that met the rules.
-    pub agents_selected: u64,
-}
-
-/// `manifest.json`: what a dataset holds and how it was made.
-#[derive(Debug, Clone, Serialize)]
-pub struct Manifest {
-    /// The turn-table schema version of the Parquet files.
-    pub schema_version: u32,
-    /// Date and a hash of the inputs and rules: the same inputs build the same id.
-    pub dataset_id: String,
-    /// The tenant partition (a keyed hash).
-    pub tenant: String,
-    /// When it was built (epoch ms).
-    pub created_at_ms: i64,
-    /// The rules used.
-    pub rules: Rules,
-    /// The counts.
-    pub counts: Counts,
-    /// Every file, by name (`train`, `validation`, `sft`, `preferences`, `groups`,
-    /// `openai_chat`, `openai_chat_validation`, `few_shot`).
-    pub files: BTreeMap<String, FileEntry>,
-    /// SHA-256 over the files' hashes in name order: one value for the whole dataset.
-    pub content_hash: String,
-    /// The turn-table objects read.
-    pub source_objects: Vec<String>,
-    /// The agents considered: their counts in the window (from the episodes, or from the
-    /// learning projection that requested the dataset) and whether they were taken.
-    pub agents: Vec<AgentStats>,
-}
 
 /// The turn table's objects by tenant partition (`tenant=<partition>/…`), in path order.
 ///
@@ -203,14 +130,11 @@ pub(crate) async fn build_tenant(
     else {
         return Ok(None);
     };
-    let event = json!({
-        "type": "training.dataset.ready",
-        "tenant": manifest.tenant,
-        "dataset_id": manifest.dataset_id,
-        "manifest": format!("{DATASETS_PREFIX}tenant={tenant}/{}/manifest.json", manifest.dataset_id),
-        "counts": manifest.counts,
-    })
-    .to_string();
+    let path = format!(
+        "{DATASETS_PREFIX}tenant={tenant}/{}/manifest.json",
+        manifest.dataset_id
+    );
+    let event = serde_json::to_string(&DatasetReady::of(&manifest, path))?;
     announce.events.send(&event).await?;
     announce.training.send(&event).await?;
     tracing::info!(%tenant, dataset_id = %manifest.dataset_id, "training.dataset.ready sent");
@@ -467,6 +391,7 @@ async fn write_dataset(
         whole.update(entry.sha256.as_bytes());
     }
     let manifest = Manifest {
+        manifest_version: MANIFEST_VERSION,
         schema_version: SCHEMA_VERSION,
         dataset_id,
         tenant: tenant.to_owned(),

@@ -13,7 +13,9 @@ use agentrl_store::{
 };
 use serde::Serialize;
 
-use crate::build::{Announce, Manifest, build_tenant, turn_table, turn_tables};
+use agentrl_core::contracts::Manifest;
+
+use crate::build::{Announce, build_tenant, turn_table, turn_tables};
 
 /// The largest turn table (bytes of Parquet) built inside the Lambda by default: measured in
 /// docs/training-pipeline.md ("Dataset job limits") with a safety factor of two.

@@ -27,6 +27,7 @@ mod requests;
 mod spill;
 mod upload;
 
-pub use build::{DATASETS_PREFIX, Manifest, build};
+pub use agentrl_core::contracts::Manifest;
+pub use build::{DATASETS_PREFIX, build};
 pub use dispatch::{BatchDatasets, BatchJob, DEFAULT_LAMBDA_MAX_BYTES, Datasets, Outcome};
 pub use requests::{DatasetRequests, REQUESTED};

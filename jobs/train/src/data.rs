@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
 
+use agentrl_core::contracts::Manifest;
 pub use agentrl_core::training::{GateCounts, SftCounts};
 use agentrl_turns::{READABLE_VERSIONS, SCHEMA_VERSION, TurnRow, read_turns};
 use serde_json::{Value, json};
@@ -105,28 +106,28 @@ pub struct ManifestHashes {
 /// Checks `manifest.json` and returns the hashes the run reports.
 ///
 /// # Errors
-/// A missing manifest or another schema version.
+/// A missing or unreadable manifest, a newer manifest version, or another schema version.
 pub fn check_manifest(dir: &Path) -> Result<ManifestHashes> {
     let path = dir.join("manifest.json");
     let text = std::fs::read_to_string(&path).map_err(|e| TrainError::file(&path, e))?;
-    let manifest: Value = serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
-    let version = manifest.get("schema_version").and_then(Value::as_u64);
-    if !version.is_some_and(|v| READABLE_VERSIONS.iter().any(|&r| u64::from(r) == v)) {
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| TrainError::file(&path, e))?;
+    manifest
+        .check_version()
+        .map_err(|e| TrainError::file(&path, e))?;
+    let version = manifest.schema_version;
+    if !READABLE_VERSIONS.contains(&version) {
         return Err(TrainError::file(
             &path,
-            format!("schema_version {version:?}: this trainer reads 1 to {SCHEMA_VERSION}"),
+            format!("schema_version {version}: this trainer reads 1 to {SCHEMA_VERSION}"),
         ));
     }
-    let text_at = |pointer: &str| {
-        manifest
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     Ok(ManifestHashes {
-        content: text_at("/content_hash"),
-        validation: text_at("/files/validation/sha256"),
+        validation: manifest
+            .files
+            .get("validation")
+            .map(|f| f.sha256.clone())
+            .unwrap_or_default(),
+        content: manifest.content_hash,
     })
 }
 

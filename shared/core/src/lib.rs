@@ -8,6 +8,7 @@
 pub mod attribution;
 pub mod budget;
 pub mod calendar;
+pub mod contracts;
 pub mod dataset;
 pub mod envelope;
 pub mod federation;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use agentrl_core::{
     TenantId,
+    contracts::EvaluationJob,
     judge::{Judgment, TaskType, Usage},
     verify::{self, Context, Outcome, Request, TestExecution, VerifyConfig},
 };
@@ -181,17 +182,6 @@ impl From<ReadError> for SubmitError {
     }
 }
 
-/// The queue message of an evaluation: who and which, nothing else (the request is stored).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Job {
-    /// The envelope version ([`agentrl_core::envelope`]).
-    #[serde(default)]
-    version: u32,
-    tenant: String,
-    evaluation_id: String,
-}
-
 /// The parts an evaluation of `request` has: rule checks, tests, diff, the judges.
 fn parts(request: &EvaluationRequest) -> u32 {
     1 + u32::from(request.tests.is_some())
@@ -268,11 +258,10 @@ pub(crate) async fn submit(
         report: None,
     };
     store.create(tenant, &evaluation, &request).await?;
-    let job = serde_json::to_string(&Job {
-        version: agentrl_core::envelope::ENVELOPE_VERSION,
-        tenant: tenant.to_string(),
-        evaluation_id: evaluation.evaluation_id.clone(),
-    })
+    let job = serde_json::to_string(&EvaluationJob::new(
+        tenant.as_str(),
+        &evaluation.evaluation_id,
+    ))
     .map_err(|e| StoreError::Backend(e.into()))?;
     if let Err(e) = queue.send(&job).await {
         // Nothing will run it: say so on the record, so a client polling it is not left waiting.

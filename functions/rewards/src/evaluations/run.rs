@@ -12,6 +12,7 @@ use std::{
 
 use agentrl_core::{
     TenantId,
+    contracts::EvaluationJob,
     judge::{DiffFacts, JudgeKind, Judgment, Subject, Usage, artifact_checks, combine},
     verify::{self, AutomatedCheck, Context, Method, Outcome, Request, Status, VerifyConfig},
 };
@@ -29,7 +30,7 @@ use agentrl_store::{
 };
 use futures::{StreamExt, stream::FuturesUnordered};
 
-use super::{Evaluation, EvaluationReport, EvaluationStatus, EvaluationStore, Job};
+use super::{Evaluation, EvaluationReport, EvaluationStatus, EvaluationStore};
 use crate::{
     executions::{self, VerifyError},
     repo::{RewardRepo, Verification},
@@ -91,7 +92,7 @@ impl Evaluator {
     /// retried when the mark cannot be written (the queue's own redrive then parks it).
     async fn give_up(&self, message: &Message, reason: String) -> Delivery {
         tracing::error!(message_id = %message.id, %reason, "evaluation failed for good");
-        let job = serde_json::from_str::<Job>(&message.body).ok();
+        let job = serde_json::from_str::<EvaluationJob>(&message.body).ok();
         let tenant = job.as_ref().and_then(|j| TenantId::parse(&j.tenant).ok());
         if let (Some(job), Some(tenant)) = (job, tenant) {
             let marked = match self.store.get(&tenant, &job.evaluation_id).await {
@@ -109,7 +110,7 @@ impl Evaluator {
     }
 
     async fn evaluate_message(&self, message: &Message) -> Result<(), Delivery> {
-        let job: Job = consume::decode(&message.body, "an evaluation job")?;
+        let job: EvaluationJob = consume::decode(&message.body, "an evaluation job")?;
         let tenant =
             TenantId::parse(&job.tenant).map_err(|e| Delivery::Poison(format!("tenant: {e}")))?;
         let Some((evaluation, _)) = self.store.get(&tenant, &job.evaluation_id).await? else {

@@ -123,18 +123,22 @@ impl Rules {
 }
 
 /// Where an agent's feedback counts come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CountsSource {
-    /// The episodes in the turn table, judged by the rules (the scheduled build).
+    /// The episodes in the turn table, judged by the rules (the scheduled build, and the only
+    /// source of manifests written before requested builds existed).
+    #[default]
     Episodes,
     /// The learning service's projection, which asked for the dataset
     /// (`dataset.generation.requested`): its own thresholds already passed.
     Learning,
 }
 
-/// One agent's counts inside the window, and whether it qualifies.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One agent's counts inside the window, and whether it qualifies. Read back from manifests,
+/// where a reader may need only the id and the verdict, the rest defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AgentStats {
     /// The agent.
     pub agent_id: String,
