@@ -4,6 +4,7 @@
 pub mod dataset;
 pub mod demo;
 pub mod diff_score;
+pub mod federation;
 pub mod keys;
 pub mod model_server;
 pub mod models;

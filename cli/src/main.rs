@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use agentrl::{dataset, demo, diff_score, keys, models, replay, serve};
+use agentrl::{dataset, demo, diff_score, federation, keys, models, replay, serve};
 
 /// agentrl: make AI agents better from their own work.
 #[derive(Parser)]
@@ -56,6 +56,12 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: keys::KeysCommand,
+    },
+    /// Federated learning across tenants (operator only): create a federation, run its next
+    /// round, show it and its rounds.
+    Federation {
+        #[command(subcommand)]
+        command: federation::FederationCommand,
     },
 }
 
@@ -117,6 +123,7 @@ fn main() -> std::process::ExitCode {
                 agentrl_http::telemetry::init();
                 keys::run(command).await
             }
+            Command::Federation { command } => federation::run(command).await,
         }
     });
     match result {

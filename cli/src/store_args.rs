@@ -35,4 +35,19 @@ impl StoreArgs {
         );
         Stores::embedded(&self.data_dir)
     }
+
+    /// The pseudonymiser naming tenant partitions in these stores: the data directory's
+    /// secret, or `AGENTRL_PSEUDONYM_SECRET` with `--aws`.
+    ///
+    /// # Errors
+    /// A missing or unreadable secret.
+    pub fn pseudonyms(
+        &self,
+    ) -> anyhow::Result<std::sync::Arc<agentrl_core::privacy::Pseudonymizer>> {
+        if self.aws {
+            agentrl_http::lambda::pseudonyms_from_env()
+        } else {
+            crate::secret::local_pseudonyms(&self.data_dir)
+        }
+    }
 }

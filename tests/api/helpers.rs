@@ -149,6 +149,12 @@ impl Stack {
         (s, v)
     }
 
+    /// The same as tenant B.
+    pub async fn b(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let (s, v, _) = self.send(method, path, Some(&self.key_b), body).await;
+        (s, v)
+    }
+
     /// Every item of the listing at `path` (items under `field`), as `key` sees it, read
     /// `limit` at a time by following `next_cursor`.
     pub async fn pages(&self, path: &str, field: &str, key: &str, limit: usize) -> Vec<Value> {

@@ -8,6 +8,7 @@ mod concurrency;
 mod console;
 mod evaluations;
 mod faults;
+mod federation;
 mod gateway;
 mod helpers;
 mod idempotency;

@@ -49,6 +49,7 @@ pub struct TrajectoryState {
     objects: Arc<dyn Objects>,
     table: Arc<dyn Table>,
     configs: TenantConfig<IngestConfig>,
+    federation: TenantConfig<agentrl_core::federation::FederationOptIn>,
     kpis: agentrl_http::kpis::KpiLedger,
 }
 
@@ -60,6 +61,7 @@ impl TrajectoryState {
             queue,
             objects,
             configs: TenantConfig::new(table.clone(), config::CONFIG_NAME),
+            federation: TenantConfig::new(table.clone(), agentrl_store::federation::OPT_IN),
             kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
             table,
         }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use agentrl_core::{FieldError, TenantId, trajectory::Trajectory};
+use agentrl_core::{FieldError, TenantId, federation::FederationOptIn, trajectory::Trajectory};
 use agentrl_http::{kpis::KpiLedger, trajectory_queue::enqueue_trajectory};
 use agentrl_store::{
     StoreError,
@@ -30,10 +30,20 @@ pub(crate) enum SubmitError {
     Queue(#[from] StoreError),
 }
 
-/// The ε a tenant has spent, and its budget when differential privacy is on.
+/// The ε a tenant has spent on rewards, and its budget when differential privacy is on;
+/// beside it, never added to it, what its federated rounds spent.
 pub(crate) struct PrivacySpend {
     pub spent: f64,
     pub budget: Option<f64>,
+    pub federation: FederationSpend,
+}
+
+/// A tenant's federated rounds: its opt-in's budget and the ε its rounds spent at its δ.
+pub(crate) struct FederationSpend {
+    pub opt_in: FederationOptIn,
+    pub rounds: u64,
+    /// ε of its rounds' summed ρ at its δ (`None` when it is not finite: a δ of 0 after rounds).
+    pub epsilon_spent: Option<f64>,
 }
 
 /// Validates `trajectory` in full, then enqueues it in an envelope naming the tenant and the
@@ -64,8 +74,12 @@ pub(crate) async fn submit(
 pub(crate) async fn privacy_spend(
     table: &dyn Table,
     configs: &TenantConfig<IngestConfig>,
+    opt_ins: &TenantConfig<FederationOptIn>,
     tenant: &TenantId,
 ) -> Result<PrivacySpend, StoreError> {
+    let rounds = agentrl_store::federation::spent(table, tenant).await?;
+    let opt_in = opt_ins.get(tenant).await?;
+    let epsilon = agentrl_core::privacy::rdp::rho_epsilon(rounds.rho, opt_in.delta);
     Ok(PrivacySpend {
         spent: ledger::spent(table, tenant).await?,
         budget: configs
@@ -73,6 +87,11 @@ pub(crate) async fn privacy_spend(
             .await?
             .differential_privacy
             .map(|dp| dp.budget),
+        federation: FederationSpend {
+            opt_in,
+            rounds: rounds.rounds,
+            epsilon_spent: epsilon.is_finite().then_some(epsilon),
+        },
     })
 }
 

@@ -1,7 +1,8 @@
 //! Training as a service: the agents registry, training runs (created once per agent,
 //! dataset, base and config, executed on AWS Batch or as a child process of `agentrl serve`),
 //! the model versions they register, promotion through an evaluation gate, and canary
-//! rollout with live outcomes per version.
+//! rollout with live outcomes per version; a tenant's opt-in to federated rounds and its part
+//! of them ([`federation`]).
 //!
 //! `service()` returns the routes and their OpenAPI document; `main.rs` runs them in Lambda,
 //! the `training-events` binary consumes the training queue (`training.dataset.ready`) and
@@ -10,6 +11,7 @@
 mod agents;
 mod datasets;
 mod events;
+pub mod federation;
 pub mod launch;
 mod repo;
 mod routes;
@@ -48,6 +50,7 @@ pub struct TrainingState {
     metrics: Metrics,
     kpis: agentrl_http::kpis::KpiLedger,
     server: Option<serving::SharedModelServer>,
+    federation: federation::FederationRepo,
 }
 
 impl TrainingState {
@@ -61,6 +64,7 @@ impl TrainingState {
     ) -> Self {
         Self {
             kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
+            federation: federation::FederationRepo::new(table.clone()),
             repo: TrainingRepo::new(table),
             objects,
             launcher,
@@ -114,6 +118,9 @@ impl TrainingState {
         routes::datasets::list,
         routes::datasets::read,
         routes::kpis::read,
+        routes::federation::read,
+        routes::federation::replace,
+        routes::federation::rounds,
     ),
     tags((name = "training", description = "Agents registry, training runs, model versions, promotion and canary rollout"))
 )]
@@ -199,6 +206,11 @@ pub fn service(state: TrainingState) -> Service {
         .route("/v1/datasets", get(routes::datasets::list))
         .route("/v1/datasets/{id}", get(routes::datasets::read))
         .route("/v1/kpis", get(routes::kpis::read))
+        .route(
+            "/v1/config/federation",
+            get(routes::federation::read).put(routes::federation::replace),
+        )
+        .route("/v1/federation/rounds", get(routes::federation::rounds))
         .layer(axum::extract::DefaultBodyLimit::max(
             agentrl_http::DEFAULT_BODY_LIMIT,
         ));

@@ -151,4 +151,18 @@ async fn every_fixture_round_trips() {
         (Some("2026-11-18"), Some("2026-11-24"))
     );
     assert_eq!(kpis["kpis"]["counts"]["trajectories"], 0);
+
+    let (status, opt_in) = call(&app, &fixture("get-federation.json")).await;
+    assert_eq!((status, opt_in["enabled"].as_bool()), (200, Some(false)));
+    let (status, opt_in) = call(&app, &fixture("put-federation.json")).await;
+    assert_eq!(
+        (status, opt_in["enabled"].as_bool()),
+        (200, Some(true)),
+        "{opt_in}"
+    );
+    let (status, rounds) = call(&app, &fixture("list-federation-rounds.json")).await;
+    assert_eq!(
+        (status, rounds["rounds"].as_array().map(Vec::len)),
+        (200, Some(0))
+    );
 }

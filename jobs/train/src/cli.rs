@@ -139,6 +139,10 @@ pub struct FederateArgs {
     /// Each participant's weight, in the order of --locals (default: uniform).
     #[arg(long, value_delimiter = ',')]
     pub weights: Option<Vec<f64>>,
+    /// The locals were trained with `lora.freeze_a` (FFA-LoRA): their A factors must be the
+    /// global's and are kept; the update, the clip and the noise cover B alone.
+    #[arg(long)]
+    pub frozen_a: bool,
 }
 
 /// `--dtype` of `train logprobs`.
@@ -391,6 +395,7 @@ pub fn run(command: TrainCommand) -> anyhow::Result<()> {
                 noise_multiplier: a.noise_multiplier,
                 seed: a.seed,
                 weights: a.weights,
+                frozen_a: a.frozen_a,
             })?;
             println!("{}", serde_json::to_string(&report)?);
         }

@@ -123,6 +123,7 @@ fn aggregation(
         noise_multiplier: z,
         seed: 7,
         weights,
+        frozen_a: false,
     }
 }
 
@@ -294,6 +295,7 @@ fn ffa_lora_runs_start_from_the_global_adapter_train_b_only_and_average_exactly(
     // Clip far above the updates' norms: the mean of the B's.
     aggregate(&Aggregation {
         clip: 1e6,
+        frozen_a: true,
         ..aggregation(&global, &locals, &out, 0.0, None)
     })
     .unwrap();
@@ -320,4 +322,32 @@ fn ffa_lora_runs_start_from_the_global_adapter_train_b_only_and_average_exactly(
     // The averaged adapter loads on the model.
     let mut m = Model::load(&model, DType::F32, &Device::Cpu).unwrap();
     m.load_adapter(&out).unwrap();
+    // With noise, A is still the shared one: the noise covers B alone.
+    let noisy = dir.path().join("noisy");
+    aggregate(&Aggregation {
+        frozen_a: true,
+        ..aggregation(&global, &locals, &noisy, 3.0, None)
+    })
+    .unwrap();
+    let noisy = tensors(&noisy);
+    for (name, t) in &g {
+        assert_eq!(
+            values(t) == values(&noisy[name]),
+            name.contains("lora_A"),
+            "{name}"
+        );
+    }
+    // An adapter whose A moved was not trained with freeze_a: refused, naming the tensor.
+    let moved = perturbed(&global, &dir.path().join("moved"), 0.01, 9);
+    let message = aggregate(&Aggregation {
+        locals: vec![locals[0].clone(), moved],
+        frozen_a: true,
+        ..aggregation(&global, &locals, &dir.path().join("refused"), 0.0, None)
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.contains("lora_A") && message.contains("freeze_a"),
+        "{message}"
+    );
 }

@@ -13,6 +13,7 @@ pub mod claims;
 pub mod clock;
 pub mod embedded;
 mod error;
+pub mod federation;
 pub mod keys;
 pub mod listing;
 mod objects;

@@ -1,9 +1,11 @@
 //! The routes: agents (registry, versions, routing, outcomes), training runs (create,
-//! read, list, cancel, promote, curves) and the datasets they train on. Each maps its use
+//! read, list, cancel, promote, curves), the datasets they train on, and the tenant's side of
+//! federated rounds. Each maps its use
 //! case's error to a status here.
 
 pub(crate) mod agents;
 pub(crate) mod datasets;
+pub(crate) mod federation;
 pub(crate) mod kpis;
 pub(crate) mod runs;
 

@@ -307,6 +307,15 @@ class Config:
         """
         return cast("m.Weights", self._client.request("GET", "/v1/config/diffs"))
 
+    def get_federation(self) -> m.FederationOptIn:
+        """
+        Read the tenant's federation settings: whether its agents take part in federated rounds,
+        which (by base model and task type), and the (ε, δ) its participation may spend in total.
+
+        `GET /v1/config/federation`.
+        """
+        return cast("m.FederationOptIn", self._client.request("GET", "/v1/config/federation"))
+
     def get_gateway(self) -> m.GatewayConfig:
         """
         Read the tenant's gateway settings: the upstream, its timeout, session idle timeout, token
@@ -386,6 +395,16 @@ class Config:
         `PUT /v1/config/diffs`.
         """
         return cast("m.Weights", self._client.request("PUT", "/v1/config/diffs", json=body, idempotency_key=idempotency_key))
+
+    def put_federation(self, body: m.FederationOptIn, *, idempotency_key: str | None = None) -> m.FederationOptIn:
+        """
+        Replace the tenant's federation settings. Taking part (`enabled`) needs at least one (base
+        model, task type) pair, ε > 0 and δ in (0, 1). Lowering the budget below what was spent
+        stops the tenant's participation; nothing spent is given back.
+
+        `PUT /v1/config/federation`.
+        """
+        return cast("m.FederationOptIn", self._client.request("PUT", "/v1/config/federation", json=body, idempotency_key=idempotency_key))
 
     def put_gateway(self, body: m.GatewayConfig, *, idempotency_key: str | None = None) -> m.GatewayConfig:
         """
@@ -598,6 +617,30 @@ class Executions:
         return cast("m.VerificationView", self._client.request("POST", f"/v1/executions/{_seg(id)}/verifications", json=body, idempotency_key=idempotency_key))
 
 
+class Federation:
+    """`Client.federation`."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list_rounds(self, *, cursor: str | None = None, limit: int | None = None) -> m.RoundPage:
+        """
+        The tenant's own part of every federated round it was a member of, by federation and newest
+        round first: whether it took part (or why not), its agent, its weight, the number of
+        participants, the noise, and the ε the round cost it and its total. Never another tenant's
+        part.
+
+        `GET /v1/federation/rounds`.
+        """
+        return cast("m.RoundPage", self._client.request("GET", "/v1/federation/rounds", params={"cursor": cursor, "limit": limit}))
+
+    def iter_list_rounds(self, *, limit: int | None = None) -> Iterator[m.TenantRound]:
+        """
+        Every `rounds` of `GET /v1/federation/rounds`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/federation/rounds", params={"limit": limit}, items="rounds")
+
+
 class Gates:
     """`Client.gates`."""
 
@@ -669,7 +712,7 @@ class Privacy:
 
     def budget(self) -> m.Budget:
         """
-        Read the tenant's ε spent and remaining.
+        Read the tenant's ε spent and remaining on rewards, and its federated rounds' (ε, δ).
 
         `GET /v1/privacy/budget`.
         """
@@ -1129,6 +1172,15 @@ class AsyncConfig:
         """
         return cast("m.Weights", await self._client.request("GET", "/v1/config/diffs"))
 
+    async def get_federation(self) -> m.FederationOptIn:
+        """
+        Read the tenant's federation settings: whether its agents take part in federated rounds,
+        which (by base model and task type), and the (ε, δ) its participation may spend in total.
+
+        `GET /v1/config/federation`.
+        """
+        return cast("m.FederationOptIn", await self._client.request("GET", "/v1/config/federation"))
+
     async def get_gateway(self) -> m.GatewayConfig:
         """
         Read the tenant's gateway settings: the upstream, its timeout, session idle timeout, token
@@ -1208,6 +1260,16 @@ class AsyncConfig:
         `PUT /v1/config/diffs`.
         """
         return cast("m.Weights", await self._client.request("PUT", "/v1/config/diffs", json=body, idempotency_key=idempotency_key))
+
+    async def put_federation(self, body: m.FederationOptIn, *, idempotency_key: str | None = None) -> m.FederationOptIn:
+        """
+        Replace the tenant's federation settings. Taking part (`enabled`) needs at least one (base
+        model, task type) pair, ε > 0 and δ in (0, 1). Lowering the budget below what was spent
+        stops the tenant's participation; nothing spent is given back.
+
+        `PUT /v1/config/federation`.
+        """
+        return cast("m.FederationOptIn", await self._client.request("PUT", "/v1/config/federation", json=body, idempotency_key=idempotency_key))
 
     async def put_gateway(self, body: m.GatewayConfig, *, idempotency_key: str | None = None) -> m.GatewayConfig:
         """
@@ -1420,6 +1482,30 @@ class AsyncExecutions:
         return cast("m.VerificationView", await self._client.request("POST", f"/v1/executions/{_seg(id)}/verifications", json=body, idempotency_key=idempotency_key))
 
 
+class AsyncFederation:
+    """`AsyncClient.federation`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def list_rounds(self, *, cursor: str | None = None, limit: int | None = None) -> m.RoundPage:
+        """
+        The tenant's own part of every federated round it was a member of, by federation and newest
+        round first: whether it took part (or why not), its agent, its weight, the number of
+        participants, the noise, and the ε the round cost it and its total. Never another tenant's
+        part.
+
+        `GET /v1/federation/rounds`.
+        """
+        return cast("m.RoundPage", await self._client.request("GET", "/v1/federation/rounds", params={"cursor": cursor, "limit": limit}))
+
+    def iter_list_rounds(self, *, limit: int | None = None) -> AsyncIterator[m.TenantRound]:
+        """
+        Every `rounds` of `GET /v1/federation/rounds`, page after page.
+        """
+        return self._client.paginate("GET", "/v1/federation/rounds", params={"limit": limit}, items="rounds")
+
+
 class AsyncGates:
     """`AsyncClient.gates`."""
 
@@ -1491,7 +1577,7 @@ class AsyncPrivacy:
 
     async def budget(self) -> m.Budget:
         """
-        Read the tenant's ε spent and remaining.
+        Read the tenant's ε spent and remaining on rewards, and its federated rounds' (ε, δ).
 
         `GET /v1/privacy/budget`.
         """
@@ -1671,6 +1757,7 @@ class SyncResources:
     evaluations: Evaluations
     events: Events
     executions: Executions
+    federation: Federation
     gates: Gates
     gateway: Gateway
     judges: Judges
@@ -1692,6 +1779,7 @@ class SyncResources:
         self.evaluations = Evaluations(client)
         self.events = Events(client)
         self.executions = Executions(client)
+        self.federation = Federation(client)
         self.gates = Gates(client)
         self.gateway = Gateway(client)
         self.judges = Judges(client)
@@ -1715,6 +1803,7 @@ class AsyncResources:
     evaluations: AsyncEvaluations
     events: AsyncEvents
     executions: AsyncExecutions
+    federation: AsyncFederation
     gates: AsyncGates
     gateway: AsyncGateway
     judges: AsyncJudges
@@ -1736,6 +1825,7 @@ class AsyncResources:
         self.evaluations = AsyncEvaluations(client)
         self.events = AsyncEvents(client)
         self.executions = AsyncExecutions(client)
+        self.federation = AsyncFederation(client)
         self.gates = AsyncGates(client)
         self.gateway = AsyncGateway(client)
         self.judges = AsyncJudges(client)

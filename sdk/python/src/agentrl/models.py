@@ -280,6 +280,9 @@ class Budget(TypedDict):
 
     #: The configured total, when differential privacy is on.
     budget: NotRequired[float | None]
+    #: Federated rounds, accounted apart (Rényi DP of the Gaussian mechanism at tenant level,
+    #: converted to (ε, δ) at the opt-in's δ).
+    federation: FederationBudget
     #: What is left of it.
     remaining: NotRequired[float | None]
     #: ε spent so far (sequential composition over released rewards).
@@ -1059,6 +1062,51 @@ class FeatureView(TypedDict):
     name: str
     observed: str
     weight: int
+
+
+class FederatedModel(TypedDict):
+    """
+    The agents that take part: those whose `base_model` and `type` are these.
+    """
+
+    #: A shared base model's name (under `models/`), as agents' `base_model` names it.
+    base_model: str
+    #: The agents' `type` (their task type).
+    task_type: str
+
+
+class FederationBudget(TypedDict):
+    """
+    The tenant's privacy spent on federated rounds.
+    """
+
+    #: δ of the guarantee.
+    delta: float
+    #: Whether its agents take part (`/v1/config/federation`).
+    enabled: bool
+    #: The total ε its participation may spend.
+    epsilon_budget: float
+    #: ε its rounds spent at `delta` (absent when δ is 0 after rounds: no finite ε).
+    epsilon_spent: NotRequired[float | None]
+    #: Rounds it took part in.
+    rounds: int
+
+
+class FederationOptIn(TypedDict):
+    """
+    The tenant's federation settings. Every field is required: the budget decides whether the
+    tenant's agents take part, so none is filled in for it.
+    """
+
+    #: δ of the guarantee, in [0, 1); with `enabled`, in (0, 1).
+    delta: float
+    #: Whether the tenant's agents take part in federated rounds at all.
+    enabled: bool
+    #: The total ε the tenant's participation may spend (over every round of every federation it is
+    #: in); once a round would pass it, the tenant stops taking part.
+    epsilon: float
+    #: Which agents, by base model and task type (at most 32 pairs).
+    models: list[FederatedModel]
 
 
 class FeedbackEvent(TypedDict):
@@ -1984,6 +2032,16 @@ class RewardWeights(TypedDict):
     target_messages: NotRequired[int]
 
 
+class RoundPage(TypedDict):
+    """
+    A page of the tenant's rounds.
+    """
+
+    #: Pass as `cursor` for the next page; absent on the last.
+    next_cursor: NotRequired[str | None]
+    rounds: list[TenantRound]
+
+
 class RouteView(TypedDict):
     """
     Which version serves a key.
@@ -2318,6 +2376,39 @@ TaskType: TypeAlias = Literal["code", "text", "design"]
 """
     The kind of work evaluated; it chooses the judges.
 """
+
+
+class TenantRound(TypedDict):
+    """
+    A tenant's own part of a round: what `GET /v1/federation/rounds` shows it.
+    """
+
+    #: Its agent that took part.
+    agent_id: NotRequired[str | None]
+    #: Its δ.
+    delta: float
+    #: ε this round cost it (at its δ; 0 when it did not take part).
+    epsilon_round: float
+    #: Its ε over every round so far, at its δ.
+    epsilon_total: float
+    #: The federation.
+    federation_id: str
+    #: When it finished (epoch ms).
+    finished_ms: int
+    #: σ of the noise added to each element of the average.
+    noise_std: float
+    #: How many tenants took part.
+    participants: int
+    #: Why it did not take part.
+    reason: NotRequired[str | None]
+    #: The round's number.
+    round: int
+    #: `FEDERATION/rNNNNNN`.
+    round_id: str
+    #: Whether the tenant took part (false: `reason` says why not).
+    took_part: bool
+    #: Its weight, normalised over the round.
+    weight: float
 
 
 class TestExecution(TypedDict):

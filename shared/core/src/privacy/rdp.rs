@@ -11,6 +11,8 @@
 //!   `RdpAccountant` does, with its default orders ([`DEFAULT_ORDERS`]), so the figures can be
 //!   checked against it (the test in `jobs/train/tests/federate.rs` does).
 //! - z = 0 (no noise) is ε = ∞: such a round cannot fit any budget.
+//! - One round at z is ρ = 1/(2z²) (the RDP curve α·ρ); a history of rounds is the sum of
+//!   their ρ ([`rho_epsilon`]), which is what a tenant's ledger keeps.
 //!
 //! [Mironov 2017]: https://arxiv.org/abs/1702.07476
 //! [Canonne, Kamath and Steinke 2020]: https://arxiv.org/abs/2004.00010
@@ -29,21 +31,24 @@ pub fn default_orders() -> Vec<f64> {
 /// The number of orders [`default_orders`] returns.
 pub const DEFAULT_ORDERS: usize = 99 + 53 + 4;
 
-/// RDP of `rounds` compositions of the Gaussian mechanism with noise multiplier `z`, at each
-/// order: `rounds · α / (2z²)` (∞ when `z` is 0).
+/// ρ of one round of the Gaussian mechanism with noise multiplier `z`: its RDP of order α is
+/// `α·ρ` with `ρ = 1 / (2z²)` (∞ when `z` is 0). Rounds compose by adding their ρ, so a
+/// tenant's whole history of rounds, at whatever noise, is one number.
 #[must_use]
-pub fn gaussian_rdp(z: f64, rounds: u32, orders: &[f64]) -> Vec<f64> {
+pub fn gaussian_rho(z: f64) -> f64 {
+    if z > 0.0 {
+        1.0 / (2.0 * z * z)
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// The RDP curve `α·ρ` at each order (0 everywhere when nothing was spent).
+#[must_use]
+pub fn rdp_of_rho(rho: f64, orders: &[f64]) -> Vec<f64> {
     orders
         .iter()
-        .map(|&alpha| {
-            if rounds == 0 {
-                0.0
-            } else if z <= 0.0 {
-                f64::INFINITY
-            } else {
-                f64::from(rounds) * alpha / (2.0 * z * z)
-            }
-        })
+        .map(|&alpha| if rho == 0.0 { 0.0 } else { alpha * rho })
         .collect()
 }
 
@@ -76,11 +81,21 @@ pub fn epsilon(orders: &[f64], rdp: &[f64], delta: f64) -> (f64, f64) {
     (best.0.max(0.0), best.1)
 }
 
-/// ε of `rounds` rounds at noise multiplier `z` for `delta`, over [`default_orders`].
+/// ε for `delta` of a history of Gaussian rounds whose ρ add up to `rho`, over
+/// [`default_orders`].
+#[must_use]
+pub fn rho_epsilon(rho: f64, delta: f64) -> f64 {
+    let orders = default_orders();
+    epsilon(&orders, &rdp_of_rho(rho, &orders), delta).0
+}
+
+/// ε for `delta` of `rounds` rounds at noise multiplier `z`.
 #[must_use]
 pub fn gaussian_epsilon(z: f64, rounds: u32, delta: f64) -> f64 {
-    let orders = default_orders();
-    epsilon(&orders, &gaussian_rdp(z, rounds, &orders), delta).0
+    if rounds == 0 {
+        return 0.0;
+    }
+    rho_epsilon(f64::from(rounds) * gaussian_rho(z), delta)
 }
 
 #[cfg(test)]
@@ -111,7 +126,7 @@ mod tests {
     fn no_delta_is_no_guarantee() {
         let orders = default_orders();
         assert_eq!(
-            epsilon(&orders, &gaussian_rdp(1.0, 1, &orders), 0.0).0,
+            epsilon(&orders, &rdp_of_rho(gaussian_rho(1.0), &orders), 0.0).0,
             f64::INFINITY
         );
     }
