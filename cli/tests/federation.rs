@@ -322,12 +322,25 @@ async fn a_round_trains_members_apart_and_keeps_nothing_of_their_data() {
             );
         }
     }
-    // Nothing of a member's run was left in the data directory outside its own partitions.
-    assert!(
-        !files(data)
-            .iter()
-            .any(|p| p.to_string_lossy().contains("member-"))
-    );
+    // Nothing of a member's run is stored outside the tenants' own dataset partitions: no
+    // object but theirs, and nothing in the table, holds any tenant's text.
+    for path in files(data) {
+        let relative = path
+            .strip_prefix(data)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if relative.starts_with("objects/datasets/") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        for (tenant, _) in TENANTS {
+            assert!(
+                !text.contains(&secret(tenant)),
+                "{relative} holds {tenant}'s text"
+            );
+        }
+    }
     // The global adapter moved (B was zero), and A did not (FFA-LoRA).
     let load = |round: &str| {
         candle_core::safetensors::load(
@@ -345,7 +358,7 @@ async fn a_round_trains_members_apart_and_keeps_nothing_of_their_data() {
         assert_eq!(moved, name.contains("lora_B"), "{name}");
     }
 
-    // Show lists the round; a second round charges again, the third tenant still left out.
+    // Show lists the round.
     let (ok, shown, _) = agentrl(&[
         "federation",
         "show",
