@@ -1,6 +1,10 @@
 //! `agentrl diff-score` as a user runs it: on files, on directories, and on a directory of
 //! pairs whose emitted trees an independent implementation (Python `apted`) re-scores.
 
+mod support;
+
+use support::agentrl;
+
 use agentrl_testkit::venv_python;
 use std::{
     fs,
@@ -10,18 +14,6 @@ use std::{
 };
 
 use serde_json::Value;
-
-fn agentrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentrl"))
-        .args(args)
-        .output()
-        .expect("agentrl runs");
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 fn write(path: &Path, content: &str) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();

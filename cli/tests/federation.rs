@@ -8,12 +8,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use agentrl_train::tokenizer::Tok;
 use agentrl_turns::{TurnRow, TurnWriter, WriterOptions};
 use serde_json::{Value, json};
-use support::{Server, serve, start_command, stop};
+use support::{Server, agentrl, serve, start_command, stop};
 
 /// The tokenizer's characters (the tiny base model's vocabulary).
 const ALPHABET: &str = "abcdefghijklmnopqrstuvwxyz0123456789 :+=?\n";
@@ -23,18 +22,6 @@ const TENANTS: [(&str, &str); 3] = [
     ("globex", "globex-key-0123456789"),
     ("initech", "initech-key-0123456789"),
 ];
-
-fn agentrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentrl"))
-        .args(args)
-        .output()
-        .expect("agentrl runs");
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 async fn call(
     server: &Server,

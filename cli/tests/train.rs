@@ -1,24 +1,15 @@
 //! `agentrl train` as a user runs it: its contracts (flags, files, exit codes) on a tiny model.
 
+mod support;
+
+use support::agentrl;
+
 use std::path::Path;
-use std::process::Command;
 
 use agentrl_train::model::{Model, ModelConfig};
 use agentrl_train::tokenizer::Tok;
 use candle_core::{DType, Device};
 use serde_json::{Value, json};
-
-fn agentrl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentrl"))
-        .args(args)
-        .output()
-        .expect("agentrl runs");
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 fn tiny_model(dir: &Path) {
     let tok = Tok::char_level("0123456789+:=\nAQ", &["<|endoftext|>"]).unwrap();

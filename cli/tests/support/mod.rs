@@ -74,3 +74,16 @@ pub fn stop(mut server: Server, signal: &str) {
     server.child.kill().unwrap();
     panic!("the server did not stop within 5 s of SIG{signal}");
 }
+
+/// `agentrl ARGS…` to its end: whether it succeeded, its stdout and its stderr.
+pub fn agentrl(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentrl"))
+        .args(args)
+        .output()
+        .expect("agentrl runs");
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
