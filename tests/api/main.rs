@@ -14,6 +14,7 @@ mod helpers;
 mod idempotency;
 mod isolation;
 mod keys;
+mod kpi_alarms;
 mod kpis;
 mod learning;
 mod limits;

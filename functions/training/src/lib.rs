@@ -22,9 +22,12 @@ mod wire;
 
 use std::sync::Arc;
 
-use agentrl_core::{privacy::Pseudonymizer, training::GateConfig};
+use agentrl_core::{kpi_alarm::KpiAlarms, privacy::Pseudonymizer, training::GateConfig};
 use agentrl_http::{Metrics, Service, config::ConfigApi};
-use agentrl_store::ports::{Objects, Table};
+use agentrl_store::{
+    ports::{Objects, Table},
+    tenant_config::TenantConfig,
+};
 use axum::{
     Router,
     routing::{get, post},
@@ -49,6 +52,7 @@ pub struct TrainingState {
     pseudonyms: Arc<Pseudonymizer>,
     metrics: Metrics,
     kpis: agentrl_http::kpis::KpiLedger,
+    kpi_alarms: TenantConfig<KpiAlarms>,
     server: Option<serving::SharedModelServer>,
     federation: federation::FederationRepo,
 }
@@ -64,6 +68,7 @@ impl TrainingState {
     ) -> Self {
         Self {
             kpis: agentrl_http::kpis::KpiLedger::new(table.clone()),
+            kpi_alarms: TenantConfig::new(table.clone(), "kpi-alarms"),
             federation: federation::FederationRepo::new(table.clone()),
             repo: TrainingRepo::new(table),
             objects,
@@ -118,6 +123,7 @@ impl TrainingState {
         routes::datasets::list,
         routes::datasets::read,
         routes::kpis::read,
+        routes::kpis::alarms,
         routes::federation::read,
         routes::federation::replace,
         routes::federation::rounds,
@@ -206,6 +212,7 @@ pub fn service(state: TrainingState) -> Service {
         .route("/v1/datasets", get(routes::datasets::list))
         .route("/v1/datasets/{id}", get(routes::datasets::read))
         .route("/v1/kpis", get(routes::kpis::read))
+        .route("/v1/kpis/alarms", get(routes::kpis::alarms))
         .route(
             "/v1/config/federation",
             get(routes::federation::read).put(routes::federation::replace),
@@ -226,9 +233,22 @@ pub fn service(state: TrainingState) -> Service {
         show: GateConfig::clone,
     }
     .service(state.repo.gates());
+    let alarms = ConfigApi {
+        path: "/v1/config/kpi-alarms",
+        tag: "training",
+        what: "KPI alarms: a name, a KPI of GET /v1/kpis, above or below a threshold, \
+               evaluated per UTC day by GET /v1/kpis/alarms",
+        parse: |alarms: KpiAlarms| {
+            alarms.validate()?;
+            Ok(alarms)
+        },
+        show: KpiAlarms::clone,
+    }
+    .service(state.kpi_alarms.clone());
     Service {
         router: router.with_state(state),
         openapi: document(),
     }
     .merge(configs)
+    .merge(alarms)
 }

@@ -152,6 +152,26 @@ async fn every_fixture_round_trips() {
     );
     assert_eq!(kpis["kpis"]["counts"]["trajectories"], 0);
 
+    let (status, alarms) = call(&app, &fixture("put-kpi-alarms.json")).await;
+    assert_eq!(status, 200, "{alarms}");
+    let (status, alarms) = call(&app, &fixture("get-kpi-alarms.json")).await;
+    assert_eq!(
+        (status, alarms["alarms"][0]["name"].as_str()),
+        (200, Some("completion-low"))
+    );
+    let (status, states) = call(&app, &fixture("get-kpi-alarm-states.json")).await;
+    assert_eq!(status, 200, "{states}");
+    // Nothing counted in the fixture's week: a rate has no data on any of its 7 days.
+    let days = states["alarms"][0]["days"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(days.len(), 7, "{states}");
+    assert!(
+        days.iter().all(|d| d["state"] == "INSUFFICIENT_DATA"),
+        "{states}"
+    );
+
     let (status, opt_in) = call(&app, &fixture("get-federation.json")).await;
     assert_eq!((status, opt_in["enabled"].as_bool()), (200, Some(false)));
     let (status, opt_in) = call(&app, &fixture("put-federation.json")).await;

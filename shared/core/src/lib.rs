@@ -16,6 +16,7 @@ mod field_error;
 pub mod gateway;
 pub mod judge;
 pub mod kpi;
+pub mod kpi_alarm;
 pub mod learning;
 pub mod privacy;
 pub mod schema_version;

@@ -1,6 +1,6 @@
 //! The KPI ledger: every service adds what it counts (a closed budget, a scored change, an
 //! accepted trajectory) to its tenant's counts of the day, and emits the same counts as EMF
-//! metrics; `GET /v1/kpis` sums a range of days.
+//! metrics; `GET /v1/kpis` sums a range of days, `GET /v1/kpis/alarms` reads it day by day.
 //!
 //! Layout: partition `tenant#kpis#all`, one item per (day, shard) under `sk = YYYY-MM-DD#N`,
 //! so a range of days is one query. Eight shards per day spread concurrent writers: each
@@ -10,7 +10,7 @@
 //! failing it: a crash in between loses a count (at most once), a retried request without an
 //! `Idempotency-Key` counts again.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use agentrl_core::{TenantId, calendar::utc_date, kpi::KpiCounts};
 use agentrl_store::{
@@ -102,9 +102,27 @@ impl KpiLedger {
     /// A failing store.
     pub async fn sum(&self, t: &TenantId, from: &str, to: &str) -> Result<KpiCounts, StoreError> {
         let mut total = KpiCounts::default();
+        for counts in self.daily(t, from, to).await?.values() {
+            total.add(counts);
+        }
+        Ok(total)
+    }
+
+    /// `t`'s counts of each day from `from` to `to` (both included) that has any, by day
+    /// (`YYYY-MM-DD`), from one range query: the shards of a day are added together.
+    ///
+    /// # Errors
+    /// A failing store.
+    pub async fn daily(
+        &self,
+        t: &TenantId,
+        from: &str,
+        to: &str,
+    ) -> Result<BTreeMap<String, KpiCounts>, StoreError> {
+        let mut days = BTreeMap::new();
         if from > to {
             // Not asked of the store: DynamoDB refuses a BETWEEN with reversed bounds.
-            return Ok(total);
+            return Ok(days);
         }
         let mut cursor = None;
         loop {
@@ -119,12 +137,16 @@ impl KpiLedger {
                 })
                 .await?;
             for item in page.items {
+                // `sk = YYYY-MM-DD#shard`.
+                let day = item.key.sk.split('#').next().unwrap_or_default().to_owned();
                 let (counts, _) = Item::decode::<KpiCounts>(item)?;
-                total.add(&counts);
+                days.entry(day)
+                    .or_insert_with(KpiCounts::default)
+                    .add(&counts);
             }
             match page.next {
                 Some(next) => cursor = Some(next),
-                None => return Ok(total),
+                None => return Ok(days),
             }
         }
     }

@@ -334,6 +334,15 @@ class Config:
         """
         return cast("m.JudgeConfig", self._client.request("GET", "/v1/config/judges"))
 
+    def get_kpi_alarms(self) -> m.KpiAlarms:
+        """
+        Read the tenant's KPI alarms: a name, a KPI of GET /v1/kpis, above or below a threshold,
+        evaluated per UTC day by GET /v1/kpis/alarms
+
+        `GET /v1/config/kpi-alarms`.
+        """
+        return cast("m.KpiAlarms", self._client.request("GET", "/v1/config/kpi-alarms"))
+
     def get_learning(self) -> m.LearningConfig:
         """
         Read the tenant's learning settings: event reward weights, decay, high-quality rules, policy
@@ -398,9 +407,11 @@ class Config:
 
     def put_federation(self, body: m.FederationOptIn, *, idempotency_key: str | None = None) -> m.FederationOptIn:
         """
-        Replace the tenant's federation settings. Taking part (`enabled`) needs at least one (base
-        model, task type) pair, ε > 0 and δ in (0, 1). Lowering the budget below what was spent
-        stops the tenant's participation; nothing spent is given back.
+        Replace the tenant's federation settings. Its agents take part when `enabled`, by the (base
+        model, task type) pairs named, while the budget (ε, at δ in (0, 1)) can pay for one more
+        round; settings that cannot (ε = 0, δ = 0) take part in nothing, and each round says so in
+        the tenant's part. Lowering the budget below what was spent stops the tenant's
+        participation; nothing spent is given back.
 
         `PUT /v1/config/federation`.
         """
@@ -423,6 +434,15 @@ class Config:
         `PUT /v1/config/judges`.
         """
         return cast("m.JudgeConfig", self._client.request("PUT", "/v1/config/judges", json=body, idempotency_key=idempotency_key))
+
+    def put_kpi_alarms(self, body: m.KpiAlarms, *, idempotency_key: str | None = None) -> m.KpiAlarms:
+        """
+        Replace the tenant's KPI alarms: a name, a KPI of GET /v1/kpis, above or below a threshold,
+        evaluated per UTC day by GET /v1/kpis/alarms
+
+        `PUT /v1/config/kpi-alarms`.
+        """
+        return cast("m.KpiAlarms", self._client.request("PUT", "/v1/config/kpi-alarms", json=body, idempotency_key=idempotency_key))
 
     def put_learning(self, body: m.LearningConfig, *, idempotency_key: str | None = None) -> m.LearningConfig:
         """
@@ -692,6 +712,18 @@ class Kpis:
 
     def __init__(self, client: Client) -> None:
         self._client = client
+
+    def alarms(self, *, from_: str | None = None, to: str | None = None) -> m.AlarmsView:
+        """
+        The state of each of the tenant's KPI alarms (`PUT /v1/config/kpi-alarms`) on each UTC day
+        of `from`..=`to` (default: the last 7 days; at most 31): `OK`, `ALARM` when the day's KPI
+        crossed the threshold, `INSUFFICIENT_DATA` for a rate with nothing to divide by that day;
+        with the day's value. Evaluated from the same daily counts as `GET /v1/kpis`, locally and on
+        AWS alike.
+
+        `GET /v1/kpis/alarms`.
+        """
+        return cast("m.AlarmsView", self._client.request("GET", "/v1/kpis/alarms", params={"from": from_, "to": to}))
 
     def get(self, *, from_: str | None = None, to: str | None = None) -> m.KpiView:
         """
@@ -1199,6 +1231,15 @@ class AsyncConfig:
         """
         return cast("m.JudgeConfig", await self._client.request("GET", "/v1/config/judges"))
 
+    async def get_kpi_alarms(self) -> m.KpiAlarms:
+        """
+        Read the tenant's KPI alarms: a name, a KPI of GET /v1/kpis, above or below a threshold,
+        evaluated per UTC day by GET /v1/kpis/alarms
+
+        `GET /v1/config/kpi-alarms`.
+        """
+        return cast("m.KpiAlarms", await self._client.request("GET", "/v1/config/kpi-alarms"))
+
     async def get_learning(self) -> m.LearningConfig:
         """
         Read the tenant's learning settings: event reward weights, decay, high-quality rules, policy
@@ -1263,9 +1304,11 @@ class AsyncConfig:
 
     async def put_federation(self, body: m.FederationOptIn, *, idempotency_key: str | None = None) -> m.FederationOptIn:
         """
-        Replace the tenant's federation settings. Taking part (`enabled`) needs at least one (base
-        model, task type) pair, ε > 0 and δ in (0, 1). Lowering the budget below what was spent
-        stops the tenant's participation; nothing spent is given back.
+        Replace the tenant's federation settings. Its agents take part when `enabled`, by the (base
+        model, task type) pairs named, while the budget (ε, at δ in (0, 1)) can pay for one more
+        round; settings that cannot (ε = 0, δ = 0) take part in nothing, and each round says so in
+        the tenant's part. Lowering the budget below what was spent stops the tenant's
+        participation; nothing spent is given back.
 
         `PUT /v1/config/federation`.
         """
@@ -1288,6 +1331,15 @@ class AsyncConfig:
         `PUT /v1/config/judges`.
         """
         return cast("m.JudgeConfig", await self._client.request("PUT", "/v1/config/judges", json=body, idempotency_key=idempotency_key))
+
+    async def put_kpi_alarms(self, body: m.KpiAlarms, *, idempotency_key: str | None = None) -> m.KpiAlarms:
+        """
+        Replace the tenant's KPI alarms: a name, a KPI of GET /v1/kpis, above or below a threshold,
+        evaluated per UTC day by GET /v1/kpis/alarms
+
+        `PUT /v1/config/kpi-alarms`.
+        """
+        return cast("m.KpiAlarms", await self._client.request("PUT", "/v1/config/kpi-alarms", json=body, idempotency_key=idempotency_key))
 
     async def put_learning(self, body: m.LearningConfig, *, idempotency_key: str | None = None) -> m.LearningConfig:
         """
@@ -1557,6 +1609,18 @@ class AsyncKpis:
 
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
+
+    async def alarms(self, *, from_: str | None = None, to: str | None = None) -> m.AlarmsView:
+        """
+        The state of each of the tenant's KPI alarms (`PUT /v1/config/kpi-alarms`) on each UTC day
+        of `from`..=`to` (default: the last 7 days; at most 31): `OK`, `ALARM` when the day's KPI
+        crossed the threshold, `INSUFFICIENT_DATA` for a rate with nothing to divide by that day;
+        with the day's value. Evaluated from the same daily counts as `GET /v1/kpis`, locally and on
+        AWS alike.
+
+        `GET /v1/kpis/alarms`.
+        """
+        return cast("m.AlarmsView", await self._client.request("GET", "/v1/kpis/alarms", params={"from": from_, "to": to}))
 
     async def get(self, *, from_: str | None = None, to: str | None = None) -> m.KpiView:
         """

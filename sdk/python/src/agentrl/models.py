@@ -97,6 +97,55 @@ class AgentView(TypedDict):
     version: int
 
 
+class AlarmDay(TypedDict):
+    """
+    An alarm's state on one day, with the KPI's value it was decided on.
+    """
+
+    #: The UTC day, `YYYY-MM-DD`.
+    date: str
+    #: The state that day.
+    state: AlarmState
+    #: The KPI's value that day; absent with `INSUFFICIENT_DATA`.
+    value: NotRequired[float | None]
+
+
+class AlarmHistory(TypedDict):
+    """
+    An alarm and its state on each day asked for.
+    """
+
+    #: `above`: alarm when the KPI is greater than the threshold; `below`: less than.
+    comparison: KpiComparison
+    #: The KPI it watches.
+    kpi: KpiName
+    #: Unique among the tenant's alarms, 1 to 64 characters.
+    name: str
+    #: A finite number (a rate is between 0 and 1).
+    threshold: float
+    #: One entry per day, oldest first.
+    days: list[AlarmDay]
+
+
+AlarmState: TypeAlias = "Literal[\"OK\", \"ALARM\", \"INSUFFICIENT_DATA\"]"
+"""
+    An alarm's state on a day, named as CloudWatch names them.
+"""
+
+
+AlarmsView = TypedDict(
+    "AlarmsView",
+    {
+        "alarms": "list[AlarmHistory]",
+        "from": str,
+        "to": str,
+    },
+)
+"""
+    The alarms' state over a range of days.
+"""
+
+
 class AnswerMatchVerification(TypedDict):
     """
     An answer check. Evidence: `{mode, matched}`, plus for `numeric` `{expected, answer,
@@ -1095,10 +1144,13 @@ class FederationBudget(TypedDict):
 class FederationOptIn(TypedDict):
     """
     The tenant's federation settings. Every field is required: the budget decides whether the
-    tenant's agents take part, so none is filled in for it.
+    tenant's agents take part, so none is filled in for it. Settings that cannot pay for any
+    round (ε = 0, δ = 0, no models) are valid and take part in nothing: each round the tenant is
+    a member of says why in its part ("out of budget").
     """
 
-    #: δ of the guarantee, in [0, 1); with `enabled`, in (0, 1).
+    #: δ of the guarantee, in [0, 1) (0 buys no round: the Gaussian mechanism has no pure-ε
+    #: guarantee).
     delta: float
     #: Whether the tenant's agents take part in federated rounds at all.
     enabled: bool
@@ -1479,6 +1531,36 @@ class Judgment(TypedDict):
     usage: Usage
 
 
+class KpiAlarm(TypedDict):
+    """
+    One alarm: `kpi` compared with `threshold`.
+    """
+
+    #: `above`: alarm when the KPI is greater than the threshold; `below`: less than.
+    comparison: KpiComparison
+    #: The KPI it watches.
+    kpi: KpiName
+    #: Unique among the tenant's alarms, 1 to 64 characters.
+    name: str
+    #: A finite number (a rate is between 0 and 1).
+    threshold: float
+
+
+class KpiAlarms(TypedDict):
+    """
+    A tenant's KPI alarms (`GET`/`PUT /v1/config/kpi-alarms`); none by default.
+    """
+
+    #: At most 20.
+    alarms: NotRequired[list[KpiAlarm]]
+
+
+KpiComparison: TypeAlias = Literal["above", "below"]
+"""
+    Which side of the threshold is the alarm.
+"""
+
+
 class KpiCounts(TypedDict):
     """
     What happened, counted: each service adds its part when the event happens.
@@ -1504,6 +1586,12 @@ class KpiCounts(TypedDict):
     trajectories_succeeded: NotRequired[int]
     #: Of those, with at least one tool call.
     trajectories_with_tools: NotRequired[int]
+
+
+KpiName: TypeAlias = Literal["tool_adoption_rate", "thinking_efficiency", "escalation_rate", "reward_hacking_incidents", "reward_hacking_rate", "task_completion_rate", "trajectory_success_rate"]
+"""
+    A KPI an alarm watches: one of those `GET /v1/kpis` returns.
+"""
 
 
 KpiView = TypedDict(
