@@ -148,12 +148,12 @@ async fn a_round_trains_members_apart_and_keeps_nothing_of_their_data() {
         support::KEY,
         "PUT",
         "/v1/config/federation",
-        Some(json!({"enabled": true, "models": [], "epsilon": 8.0, "delta": 1e-5})),
+        Some(json!({"enabled": true, "models": [], "epsilon": -8.0, "delta": 1e-5})),
     )
     .await;
     assert_eq!(
         (status, problem["field"].as_str()),
-        (400, Some("models")),
+        (400, Some("epsilon")),
         "{problem}"
     );
     for (tenant, key) in TENANTS {

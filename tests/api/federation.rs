@@ -19,11 +19,7 @@ async fn opt_in_budget_and_parts(s: Stack) {
     );
     for (body, field) in [
         (
-            json!({"enabled": true, "models": [], "epsilon": 8.0, "delta": 1e-5}),
-            "models",
-        ),
-        (
-            json!({"enabled": true, "models": [{"base_model": "q", "task_type": "t"}], "epsilon": 0.0, "delta": 1e-5}),
+            json!({"enabled": true, "models": [], "epsilon": -1.0, "delta": 1e-5}),
             "epsilon",
         ),
         (
@@ -33,6 +29,10 @@ async fn opt_in_budget_and_parts(s: Stack) {
         (
             json!({"enabled": true, "models": [{"base_model": "../q", "task_type": "t"}], "epsilon": 8.0, "delta": 1e-5}),
             "models[0].base_model",
+        ),
+        (
+            json!({"enabled": true, "models": [{"base_model": "q", "task_type": ""}], "epsilon": 8.0, "delta": 1e-5}),
+            "models[0].task_type",
         ),
         (
             json!({"enabled": true, "models": [], "epsilon": 8.0}),

@@ -26,9 +26,11 @@ pub(crate) async fn read(
     Ok(Json(state.federation.opt_in(&tenant).await?))
 }
 
-/// Replace the tenant's federation settings. Taking part (`enabled`) needs at least one
-/// (base model, task type) pair, ε > 0 and δ in (0, 1). Lowering the budget below what was
-/// spent stops the tenant's participation; nothing spent is given back.
+/// Replace the tenant's federation settings. Its agents take part when `enabled`, by the
+/// (base model, task type) pairs named, while the budget (ε, at δ in (0, 1)) can pay for one
+/// more round; settings that cannot (ε = 0, δ = 0) take part in nothing, and each round says
+/// so in the tenant's part. Lowering the budget below what was spent stops the tenant's
+/// participation; nothing spent is given back.
 #[utoipa::path(put, path = "/v1/config/federation", tag = "training", operation_id = "put_federation",
     request_body = FederationOptIn,
     responses(

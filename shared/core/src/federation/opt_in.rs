@@ -16,15 +16,30 @@ const MAX_MODELS: usize = 32;
 #[serde(deny_unknown_fields)]
 pub struct FederatedModel {
     /// A shared base model's name (under `models/`), as agents' `base_model` names it.
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 200,
+            pattern = r"^([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)(/([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+))*$"
+        )
+    )]
     pub base_model: String,
     /// The agents' `type` (their task type).
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 200,
+            pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"
+        )
+    )]
     pub task_type: String,
 }
 
 /// The tenant's federation settings. Every field is required: the budget decides whether the
-/// tenant's agents take part, so none is filled in for it.
+/// tenant's agents take part, so none is filled in for it. Settings that cannot pay for any
+/// round (ε = 0, δ = 0, no models) are valid and take part in nothing: each round the tenant
+/// is a member of says why in its part ("out of budget").
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -38,7 +53,8 @@ pub struct FederationOptIn {
     /// federation it is in); once a round would pass it, the tenant stops taking part.
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub epsilon: f64,
-    /// δ of the guarantee, in [0, 1); with `enabled`, in (0, 1).
+    /// δ of the guarantee, in [0, 1) (0 buys no round: the Gaussian mechanism has no pure-ε
+    /// guarantee).
     #[cfg_attr(feature = "openapi", schema(minimum = 0, exclusive_maximum = 1))]
     pub delta: f64,
 }
@@ -68,26 +84,6 @@ impl FederationOptIn {
                 return Err(FieldError::new(
                     format!("models[{i}].task_type"),
                     format!("must be 1 to {MAX_NAME} characters without control characters"),
-                ));
-            }
-        }
-        if self.enabled {
-            if self.models.is_empty() {
-                return Err(FieldError::new(
-                    "models",
-                    "name at least one (base model, task type) to take part",
-                ));
-            }
-            if self.epsilon == 0.0 {
-                return Err(FieldError::new(
-                    "epsilon",
-                    "must be > 0 to take part: no round costs nothing",
-                ));
-            }
-            if self.delta == 0.0 {
-                return Err(FieldError::new(
-                    "delta",
-                    "must be > 0 to take part: the Gaussian mechanism has no pure-ε guarantee",
                 ));
             }
         }
@@ -122,26 +118,19 @@ mod tests {
     }
 
     #[test]
-    fn taking_part_needs_a_model_and_a_budget() {
+    fn settings_out_of_range_are_named() {
         assert!(opt_in().validate().is_ok());
         let field = |o: FederationOptIn| o.validate().unwrap_err().field;
         assert_eq!(
             field(FederationOptIn {
-                models: vec![],
-                ..opt_in()
-            }),
-            "models"
-        );
-        assert_eq!(
-            field(FederationOptIn {
-                epsilon: 0.0,
+                epsilon: -1.0,
                 ..opt_in()
             }),
             "epsilon"
         );
         assert_eq!(
             field(FederationOptIn {
-                delta: 0.0,
+                delta: -0.1,
                 ..opt_in()
             }),
             "delta"
