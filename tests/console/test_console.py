@@ -1035,6 +1035,34 @@ def test_kpis_over_a_window_and_day_by_day(page: Page, stack: Stack) -> None:
     watch.assert_clean()
 
 
+def test_kpi_alarms_show_each_days_state(page: Page, stack: Stack) -> None:
+    # A success rate below 1.01 breaches on every day with trajectories; adoption above 2 never.
+    alarms = {"alarms": [
+        {"name": "success-low", "kpi": "trajectory_success_rate", "comparison": "below", "threshold": 1.01},
+        {"name": "adoption-high", "kpi": "tool_adoption_rate", "comparison": "above", "threshold": 2.0},
+    ]}
+    stack.ok("PUT", "/v1/config/kpi-alarms", alarms)
+    try:
+        watch = Watch.on(page)
+        load(page, stack, "/console/kpis")
+        page.wait_for_selector("main:not([aria-busy]) #kpi-alarms")
+        want = stack.ok("GET", "/v1/kpis/alarms")["alarms"]
+        breached = [d["date"] for d in want[0]["days"] if d["state"] == "ALARM"]
+        assert breached, want
+        table = page.get_by_role("region", name="Alarms day by day")
+        for name, alarm in (("success-low", want[0]), ("adoption-high", want[1])):
+            for i, d in enumerate(alarm["days"]):
+                row = table.locator("tbody tr").nth(i)
+                expect(row.locator("td").first).to_have_text(d["date"])
+                expect(row.locator(f"[data-alarm={name}]")).to_have_attribute("data-state", d["state"])
+        row = table.locator("tbody tr", has_text=breached[-1])
+        expect(row.locator("[data-alarm=success-low]")).to_contain_text("ALARM")
+        narrow_and_accessible(page, "the KPI alarms")
+        watch.assert_clean()
+    finally:
+        stack.ok("PUT", "/v1/config/kpi-alarms", {"alarms": []})
+
+
 # ---------------------------------------------------------------------------------------------
 # Attribution
 

@@ -1,6 +1,6 @@
 // The KPIs over a chosen window of days (`GET /v1/kpis?from=&to=`): the window's rates and the
-// counts they come from, and the same KPIs day by day (one call per day, at most 31) as
-// charts and a table.
+// counts they come from, the same KPIs day by day (one call per day, at most 31) as charts and
+// a table, and the tenant's KPI alarms' state on each of those days (`GET /v1/kpis/alarms`).
 
 import { api } from "../api.js";
 import { chart } from "../charts.js";
@@ -44,7 +44,11 @@ export async function render(ctx, page) {
   // Day by day, the last MAX_DAYS days of the window.
   const days = [];
   for (let t = Math.max(dayMs(whole.from), dayMs(whole.to) - (MAX_DAYS - 1) * DAY_MS); t <= dayMs(whole.to); t += DAY_MS) days.push(day(t));
-  const daily = await Promise.all(days.map((d) => api("/v1/kpis", { query: { from: d, to: d }, signal: ctx.signal })));
+  const [daily, alarms] = await Promise.all([
+    Promise.all(days.map((d) => api("/v1/kpis", { query: { from: d, to: d }, signal: ctx.signal }))),
+    // The same days: the alarms' route answers at most 31 too.
+    api("/v1/kpis/alarms", { query: { from: days[0] ?? whole.from, to: whole.to }, signal: ctx.signal }),
+  ]);
 
   const fromIn = h("input", { id: "kpi-from", type: "date", value: whole.from, required: true });
   const toIn = h("input", { id: "kpi-to", type: "date", value: whole.to, required: true });
@@ -99,6 +103,28 @@ export async function render(ctx, page) {
       table("KPIs day by day", ["Day", ...RATES.map(([, label]) => label), "Trajectories", "Budgets closed", "Changes scored"],
         daily.map((d) => [d.from, ...RATES.map(([f]) => rate(d.kpis[f])), count(d.kpis.counts.trajectories), count(d.kpis.counts.budgets_completed), count(d.kpis.counts.diffs_scored)])),
     ),
+    alarmSection(alarms.alarms, days, rate),
   );
   return "KPIs";
+}
+
+/**
+ * The alarms' state day by day: a row per day, a column per alarm, each cell the day's state
+ * (as CloudWatch names them) and the value it was decided on.
+ * @param {Array<{name: string, kpi: string, comparison: string, threshold: number, days: Array<{date: string, state: string, value?: number | null}>}>} alarms
+ * @param {string[]} days
+ * @param {(x: number | null | undefined) => string} rate
+ */
+function alarmSection(alarms, days, rate) {
+  const cell = (/** @type {string} */ name, /** @type {{state: string, value?: number | null} | undefined} */ d) =>
+    d ? h("span", { class: `badge alarm-${d.state.toLowerCase()}`, "data-alarm": name, "data-state": d.state },
+      `${d.state.replace(/_/g, " ")} ${rate(d.value)}`) : "—";
+  return h("section", { "aria-labelledby": "alarms-h" },
+    h("h2", { id: "alarms-h" }, "Alarms"),
+    h("p", { class: "help" }, "Each alarm is a threshold on a KPI, set with PUT /v1/config/kpi-alarms and judged per UTC day: ALARM when the day's value is past it, INSUFFICIENT DATA when a rate has nothing to divide by that day."),
+    alarms.length === 0 ? h("p", { class: "empty" }, "No alarms set.") : h("div", null,
+      h("ul", { id: "kpi-alarms" }, alarms.map((a) => h("li", null, `${a.name}: ${words(a.kpi)} ${a.comparison} ${num(a.threshold)}`))),
+      table("Alarms day by day", ["Day", ...alarms.map((a) => a.name)],
+        days.map((d) => [d, ...alarms.map((a) => cell(a.name, a.days.find((x) => x.date === d)))]))),
+  );
 }
