@@ -92,7 +92,9 @@ async fn every_api_fixture_round_trips_and_enqueues_only_valid_trajectories() {
     assert_eq!(status, 200);
     assert_eq!(
         budget,
-        json!({"spent": 0.0, "budget": 100.0, "remaining": 100.0})
+        json!({"spent": 0.0, "budget": 100.0, "remaining": 100.0,
+               "federation": {"enabled": false, "epsilon_budget": 0.0, "delta": 0.0,
+                              "rounds": 0, "epsilon_spent": 0.0}})
     );
 }
 
