@@ -716,10 +716,10 @@ class Kpis:
     def alarms(self, *, from_: str | None = None, to: str | None = None) -> m.AlarmsView:
         """
         The state of each of the tenant's KPI alarms (`PUT /v1/config/kpi-alarms`) on each UTC day
-        of `from`..=`to` (default: the last 7 days; at most 31): `OK`, `ALARM` when the day's KPI
-        crossed the threshold, `INSUFFICIENT_DATA` for a rate with nothing to divide by that day;
-        with the day's value. Evaluated from the same daily counts as `GET /v1/kpis`, locally and on
-        AWS alike.
+        of `from`..=`to` (default: the last 7 days; of a longer range, its last 31): `OK`, `ALARM`
+        when the day's KPI crossed the threshold, `INSUFFICIENT_DATA` for a rate with nothing to
+        divide by that day; with the day's value. Evaluated from the same daily counts as `GET
+        /v1/kpis`, locally and on AWS alike.
 
         `GET /v1/kpis/alarms`.
         """
@@ -1613,10 +1613,10 @@ class AsyncKpis:
     async def alarms(self, *, from_: str | None = None, to: str | None = None) -> m.AlarmsView:
         """
         The state of each of the tenant's KPI alarms (`PUT /v1/config/kpi-alarms`) on each UTC day
-        of `from`..=`to` (default: the last 7 days; at most 31): `OK`, `ALARM` when the day's KPI
-        crossed the threshold, `INSUFFICIENT_DATA` for a rate with nothing to divide by that day;
-        with the day's value. Evaluated from the same daily counts as `GET /v1/kpis`, locally and on
-        AWS alike.
+        of `from`..=`to` (default: the last 7 days; of a longer range, its last 31): `OK`, `ALARM`
+        when the day's KPI crossed the threshold, `INSUFFICIENT_DATA` for a rate with nothing to
+        divide by that day; with the day's value. Evaluated from the same daily counts as `GET
+        /v1/kpis`, locally and on AWS alike.
 
         `GET /v1/kpis/alarms`.
         """

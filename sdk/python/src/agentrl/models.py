@@ -119,7 +119,7 @@ class AlarmHistory(TypedDict):
     comparison: KpiComparison
     #: The KPI it watches.
     kpi: KpiName
-    #: Unique among the tenant's alarms, 1 to 64 characters.
+    #: What the console shows it as, 1 to 64 characters.
     name: str
     #: A finite number (a rate is between 0 and 1).
     threshold: float
@@ -1540,7 +1540,7 @@ class KpiAlarm(TypedDict):
     comparison: KpiComparison
     #: The KPI it watches.
     kpi: KpiName
-    #: Unique among the tenant's alarms, 1 to 64 characters.
+    #: What the console shows it as, 1 to 64 characters.
     name: str
     #: A finite number (a rate is between 0 and 1).
     threshold: float
