@@ -27,7 +27,7 @@ pub(crate) async fn read(
 }
 
 /// Replace the tenant's federation settings. Its agents take part when `enabled`, by the
-/// (base model, task type) pairs named, while the budget (ε, at δ in (0, 1)) can pay for one
+/// (base model, task type) pairs named, while the budget (ε, at δ in (0, 0.1]) can pay for one
 /// more round; settings that cannot (ε = 0, δ = 0) take part in nothing, and each round says
 /// so in the tenant's part. Lowering the budget below what was spent stops the tenant's
 /// participation; nothing spent is given back.

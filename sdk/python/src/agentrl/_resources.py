@@ -408,7 +408,7 @@ class Config:
     def put_federation(self, body: m.FederationOptIn, *, idempotency_key: str | None = None) -> m.FederationOptIn:
         """
         Replace the tenant's federation settings. Its agents take part when `enabled`, by the (base
-        model, task type) pairs named, while the budget (ε, at δ in (0, 1)) can pay for one more
+        model, task type) pairs named, while the budget (ε, at δ in (0, 0.1]) can pay for one more
         round; settings that cannot (ε = 0, δ = 0) take part in nothing, and each round says so in
         the tenant's part. Lowering the budget below what was spent stops the tenant's
         participation; nothing spent is given back.
@@ -1305,7 +1305,7 @@ class AsyncConfig:
     async def put_federation(self, body: m.FederationOptIn, *, idempotency_key: str | None = None) -> m.FederationOptIn:
         """
         Replace the tenant's federation settings. Its agents take part when `enabled`, by the (base
-        model, task type) pairs named, while the budget (ε, at δ in (0, 1)) can pay for one more
+        model, task type) pairs named, while the budget (ε, at δ in (0, 0.1]) can pay for one more
         round; settings that cannot (ε = 0, δ = 0) take part in nothing, and each round says so in
         the tenant's part. Lowering the budget below what was spent stops the tenant's
         participation; nothing spent is given back.

@@ -1149,8 +1149,9 @@ class FederationOptIn(TypedDict):
     a member of says why in its part ("out of budget").
     """
 
-    #: δ of the guarantee, in [0, 1) (0 buys no round: the Gaussian mechanism has no pure-ε
-    #: guarantee).
+    #: δ of the guarantee, in [0, 0.1]: the chance the ε bound fails, so a δ above 0.1 guarantees
+    #: nothing worth having (use one well below 1 / the tenant's users). 0 buys no round: the
+    #: Gaussian mechanism has no pure-ε guarantee.
     delta: float
     #: Whether the tenant's agents take part in federated rounds at all.
     enabled: bool

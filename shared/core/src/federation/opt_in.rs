@@ -7,6 +7,8 @@ use crate::FieldError;
 
 /// Longest base model name or task type.
 const MAX_NAME: usize = 200;
+/// The largest δ accepted.
+const MAX_DELTA: f64 = 0.1;
 /// Most (base model, task type) pairs one tenant names.
 const MAX_MODELS: usize = 32;
 
@@ -53,9 +55,10 @@ pub struct FederationOptIn {
     /// federation it is in); once a round would pass it, the tenant stops taking part.
     #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub epsilon: f64,
-    /// δ of the guarantee, in [0, 1) (0 buys no round: the Gaussian mechanism has no pure-ε
-    /// guarantee).
-    #[cfg_attr(feature = "openapi", schema(minimum = 0, exclusive_maximum = 1))]
+    /// δ of the guarantee, in [0, 0.1]: the chance the ε bound fails, so a δ above 0.1
+    /// guarantees nothing worth having (use one well below 1 / the tenant's users). 0 buys no
+    /// round: the Gaussian mechanism has no pure-ε guarantee.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 0.1))]
     pub delta: f64,
 }
 
@@ -68,8 +71,8 @@ impl FederationOptIn {
         if !(self.epsilon.is_finite() && self.epsilon >= 0.0) {
             return Err(FieldError::new("epsilon", "must be finite and ≥ 0"));
         }
-        if !(0.0..1.0).contains(&self.delta) {
-            return Err(FieldError::new("delta", "must be in [0, 1)"));
+        if !(0.0..=MAX_DELTA).contains(&self.delta) {
+            return Err(FieldError::new("delta", "must be in [0, 0.1]"));
         }
         if self.models.len() > MAX_MODELS {
             return Err(FieldError::new(
