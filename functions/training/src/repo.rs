@@ -631,7 +631,7 @@ fn put(key: Key, doc: Value, condition: Condition) -> Write {
     })
 }
 
-fn decode_page<T: serde::de::DeserializeOwned>(
+pub(crate) fn decode_page<T: serde::de::DeserializeOwned>(
     page: Page,
 ) -> Result<(Vec<T>, Option<String>), StoreError> {
     let items = page

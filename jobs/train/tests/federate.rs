@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use agentrl_core::privacy::rdp::gaussian_epsilon;
 use agentrl_train::federate::{Aggregation, aggregate};
@@ -80,17 +79,7 @@ fn perturbed(global: &Path, out: &Path, scale: f64, seed: u64) -> PathBuf {
 }
 
 fn reference(args: &[&str]) -> Value {
-    let out = Command::new(agentrl_testkit::hf_python())
-        .arg(common::script("federate_reference.py"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&common::hf_script("federate_reference.py", args)).unwrap()
 }
 
 fn path(p: &Path) -> &str {

@@ -99,17 +99,11 @@ fn logprobs_match_the_numpy_reference_of_the_hf_forward() {
 /// The variants `hf_configs.py` writes with transformers 5, at our tokenizer's vocabulary.
 fn transformers_5_configs(dir: &Path) -> Vec<(String, Value)> {
     let vocab = common::tok().vocab_size();
-    let out = Command::new(agentrl_testkit::hf_python())
-        .arg(common::script("hf_configs.py"))
-        .args(["write", dir.to_str().unwrap(), &vocab.to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::hf_script(
+        "hf_configs.py",
+        &["write", dir.to_str().unwrap(), &vocab.to_string()],
     );
-    String::from_utf8(out.stdout)
+    String::from_utf8(out)
         .unwrap()
         .lines()
         .map(|name| {
@@ -156,17 +150,11 @@ fn a_checkpoint_gives_transformers_the_rope_it_was_trained_with() {
     model.save_hf(&saved, u64::MAX).unwrap();
     std::fs::copy(base.join("tokenizer.json"), saved.join("tokenizer.json")).unwrap();
     let rope = |model: &Path| -> Value {
-        let out = Command::new(agentrl_testkit::hf_python())
-            .arg(common::script("hf_configs.py"))
-            .args(["read", model.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        serde_json::from_slice(&common::hf_script(
+            "hf_configs.py",
+            &["read", model.to_str().unwrap()],
+        ))
+        .unwrap()
     };
     let (before, after) = (rope(&base), rope(&saved));
     assert_eq!(before, after);
@@ -209,17 +197,11 @@ fn outputs_keep_the_base_dtype_and_shard_as_transformers_does() {
     let out = dir.path().join("out");
     model.save_hf(&out, 20_000).unwrap();
     std::fs::copy(base.join("tokenizer.json"), out.join("tokenizer.json")).unwrap();
-    let checked = Command::new(agentrl_testkit::hf_python())
-        .arg(common::script("hf_configs.py"))
-        .args(["shards", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        checked.status.success(),
-        "{}",
-        String::from_utf8_lossy(&checked.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&checked.stdout).unwrap();
+    let seen: Value = serde_json::from_slice(&common::hf_script(
+        "hf_configs.py",
+        &["shards", out.to_str().unwrap()],
+    ))
+    .unwrap();
     assert!(seen["files"].as_array().unwrap().len() >= 2, "{seen}");
     assert_eq!(
         seen["dtypes"]

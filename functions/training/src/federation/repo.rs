@@ -17,6 +17,7 @@ use agentrl_store::{
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{Federation, RoundRecord, TenantRound};
+use crate::repo::decode_page;
 
 /// The index of tenants that opted in: one item per tenant, its sort key the tenant id.
 const MEMBERS: &str = "#system#federation#members";
@@ -137,12 +138,12 @@ impl FederationRepo {
         round: &RoundRecord,
     ) -> Result<(), StoreError> {
         let put = |key, doc, condition| {
-            Ok::<_, StoreError>(Write::Put(Put {
+            Write::Put(Put {
                 key,
                 doc,
                 expires_at: None,
                 condition,
-            }))
+            })
         };
         self.table
             .transact(vec![
@@ -150,12 +151,12 @@ impl FederationRepo {
                     Key::new(rounds_pk(&f.federation_id), format!("{:010}", round.round)),
                     encode(round)?,
                     Condition::Absent,
-                )?,
+                ),
                 put(
                     Key::new(FEDERATIONS, &f.federation_id),
                     encode(f)?,
                     Condition::Version(at),
-                )?,
+                ),
             ])
             .await
     }
@@ -165,17 +166,19 @@ impl FederationRepo {
     /// # Errors
     /// The table fails.
     pub async fn rounds(&self, federation_id: &str) -> Result<Vec<RoundRecord>, StoreError> {
-        let page = self
-            .table
-            .query(&Query {
-                limit: 1000,
-                ..Query::partition(rounds_pk(federation_id))
-            })
-            .await?;
-        page.items
-            .into_iter()
-            .map(|item| Ok(Item::decode::<RoundRecord>(item)?.0))
-            .collect()
+        let mut out = Vec::new();
+        let mut query = Query {
+            limit: 1000,
+            ..Query::partition(rounds_pk(federation_id))
+        };
+        loop {
+            let (rounds, next) = decode_page(self.table.query(&query).await?)?;
+            out.extend(rounds);
+            match next {
+                Some(next) => query.cursor = Some(next),
+                None => return Ok(out),
+            }
+        }
     }
 
     /// Writes the tenant's own part of a round (idempotent: the same round, the same key).
@@ -210,12 +213,7 @@ impl FederationRepo {
                 ..Query::partition(tenant_rounds_pk(t))
             })
             .await?;
-        let parts = page
-            .items
-            .into_iter()
-            .map(|item| Ok(Item::decode::<TenantRound>(item)?.0))
-            .collect::<Result<_, StoreError>>()?;
-        Ok((parts, page.next))
+        decode_page(page)
     }
 
     async fn put<T: Serialize>(

@@ -24,6 +24,22 @@ pub fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The stdout of `tests/python/<name> ARGS…` run by the Hugging Face venv's interpreter, which
+/// must succeed (its stderr is the panic's message otherwise).
+pub fn hf_script(name: &str, args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new(agentrl_testkit::hf_python())
+        .arg(script(name))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// A config.json as `transformers` writes it, with the fields the trainer ignores.
 pub fn hf_config(arch: &str, vocab: usize, tied: bool) -> Value {
     let (class, model_type) = match arch {
